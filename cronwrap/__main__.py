@@ -1,0 +1,3 @@
+from cronwrap.cli import main
+
+raise SystemExit(main())

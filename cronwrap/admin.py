@@ -1,0 +1,166 @@
+"""The administrative commands (typer). Each is a few lines that call report/runner code."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from datetime import datetime, timezone
+from typing import List, Optional
+
+import click
+import typer
+
+from cronwrap.errors import EXIT_CRONWRAP, CronwrapError, UsageError
+
+cli = typer.Typer(
+    add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False, rich_markup_mode=None,
+    help="Make crontab jobs trustworthy: no overlaps, hard timeouts, one run per slot, a ledger.",
+)
+
+DB_HELP = "Ledger URL (default: CRONWRAP_DB, then the embedded SQLite ledger)."
+SINCE_HELP = "Window for counts and history, a duration (e.g. 7d, 12h)."
+
+
+def app(args: list[str]) -> int:
+    try:
+        result = cli(args, standalone_mode=False, prog_name="cronwrap")
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        return 130
+    except click.ClickException as exc:
+        sys.stderr.write(f"cronwrap: {exc.format_message()} (see cronwrap --help)\n")
+        return EXIT_CRONWRAP
+    return result if isinstance(result, int) else 0
+
+
+def _ledger(db: Optional[str]):
+    from cronwrap.paths import resolve_dirs
+    from cronwrap.runner import open_ledger
+    from cronwrap.spec import ledger_url
+
+    url = db or os.environ.get("CRONWRAP_DB")
+    if url:
+        url = ledger_url(url, "--db" if db else "CRONWRAP_DB")
+    return open_ledger(url, resolve_dirs(os.environ))
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _since(text: str) -> float:
+    from cronwrap.durations import parse_duration
+
+    return parse_duration(text, "--since")
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                               "help_option_names": []})
+def run(ctx: typer.Context) -> int:
+    """Run a job: lock, claim its slot, supervise, record (see: cronwrap run --help)."""
+    from cronwrap.cli import run_command
+
+    return run_command(list(ctx.args))
+
+
+@cli.command()
+def status(
+    names: List[str] = typer.Argument(None, help="Jobs to show (default: all); one NAME shows its runs."),
+    since: str = typer.Option("7d", help=SINCE_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array of jobs (DESIGN §2.5)."),
+    db: Optional[str] = typer.Option(None, help=DB_HELP),
+) -> int:
+    """One row per job: last run, status, duration, last success, running runs, health."""
+    from cronwrap import report
+
+    now = _now()
+    ledger = _ledger(db)
+    try:
+        since_at = report.since_of(now, _since(since))
+        if names and len(names) == 1 and not as_json:
+            report.render_runs(ledger.runs(names[0], 50, since_at), now)
+            return 0
+        reports = report.job_reports(ledger, since_at, names or None, now)
+    finally:
+        ledger.close()
+    if as_json:
+        print(json.dumps([report.report_json(r, now) for r in reports], indent=2))
+    else:
+        report.render_status(reports, now)
+    return 0
+
+
+@cli.command()
+def history(
+    name: str = typer.Argument(..., help="Job name."),
+    limit: int = typer.Option(20, min=1, help="At most this many runs."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array of runs, newest first."),
+    db: Optional[str] = typer.Option(None, help=DB_HELP),
+) -> int:
+    """The runs of one job, newest first."""
+    from cronwrap import report
+
+    now = _now()
+    ledger = _ledger(db)
+    try:
+        runs = ledger.runs(name, limit)
+    finally:
+        ledger.close()
+    if as_json:
+        print(json.dumps([r.to_json(now) for r in runs], indent=2))
+    else:
+        report.render_runs(runs, now)
+    return 0
+
+
+@cli.command()
+def logs(
+    name: str = typer.Argument(..., help="Job name."),
+    run_id: Optional[int] = typer.Argument(None, help="Run id (default: the last run)."),
+    last: bool = typer.Option(False, "--last", help="The last run (the default)."),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing while the run is running."),
+    db: Optional[str] = typer.Option(None, help=DB_HELP),
+) -> int:
+    """Print the captured output of a run."""
+    from cronwrap import logview
+
+    ledger = _ledger(db)
+    try:
+        return logview.show(ledger, name, run_id, follow)
+    finally:
+        ledger.close()
+
+
+@cli.command()
+def unlock(
+    name: str = typer.Argument(..., help="Job name."),
+    db: Optional[str] = typer.Option(None, help=DB_HELP),
+) -> int:
+    """Expire the leases of a job's running runs, for an operator who knows the holder is dead."""
+    ledger = _ledger(db)
+    try:
+        released = ledger.unlock(name)
+    finally:
+        ledger.close()
+    for r in released:
+        print(f"released run {r.run_id} ({r.run_key}) held by {r.host} pid {r.pid}, fence {r.fence}")
+    if not released:
+        print(f"{name}: no running run holds a lease")
+    return 0
+
+
+db_cli = typer.Typer(help="The ledger's schema.", no_args_is_help=True)
+cli.add_typer(db_cli, name="db")
+
+
+@db_cli.command("init")
+def db_init(db: Optional[str] = typer.Option(None, help=DB_HELP)) -> int:
+    """Create or migrate the ledger schema (this also happens on first use)."""
+    ledger = _ledger(db)
+    ledger.close()
+    print("ledger ready")
+    return 0

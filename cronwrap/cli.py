@@ -1,0 +1,121 @@
+"""The command line: a lean parser for the hot ``run`` path, typer for everything else.
+
+``run`` fires on every host every minute, so it must not pay for typer's parameter machinery
+(~130 ms measured, DESIGN §6): ``main()`` parses ``run`` itself from the option table in
+spec.py. The administrative commands use typer. This is the one place where an exception
+becomes an exit status.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+from cronwrap import __version__
+from cronwrap.errors import EXIT_CRONWRAP, CronwrapError, UsageError
+
+RUN_USAGE = "usage: cronwrap run [OPTIONS] [--] COMMAND [ARG…]"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        if args[:1] == ["run"]:
+            return run_command(args[1:])
+        if args[:1] == ["--version"]:
+            print(f"cronwrap {__version__}")
+            return 0
+        from cronwrap.admin import app
+
+        return app(args)
+    except CronwrapError as exc:
+        return fail(exc)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a bug: one line for the person, the traceback only on request
+        if os.environ.get("CRONWRAP_DEBUG"):
+            traceback.print_exc()
+        sys.stderr.write(f"cronwrap: internal error: {type(exc).__name__}: {exc} "
+                         "(set CRONWRAP_DEBUG=1 for the traceback)\n")
+        return EXIT_CRONWRAP
+
+
+def fail(exc: CronwrapError) -> int:
+    sys.stderr.write(f"cronwrap: {exc}\n")
+    return exc.exit_code
+
+
+def run_command(args: list[str]) -> int:
+    from cronwrap.spec import build_spec
+
+    given, command = parse_run_args(args)
+    if given is None:
+        return 0  # --help was printed
+    import socket
+
+    spec = build_spec(command, given, os.environ, socket.gethostname)
+    from cronwrap import runner
+
+    return runner.run(spec, dict(os.environ))
+
+
+def parse_run_args(args: list[str]) -> tuple[dict | None, list[str]]:
+    """Options up to ``--`` or the first word that is not an option (as GNU timeout)."""
+    from cronwrap.spec import BY_LONG, BY_SHORT
+
+    given: dict[str, str | bool] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            return given, args[i + 1:]
+        if arg in ("-h", "--help"):
+            sys.stdout.write(run_help())
+            return None, []
+        if not arg.startswith("-") or arg == "-":
+            return given, args[i:]
+        if arg.startswith("--"):
+            name, eq, value = arg[2:].partition("=")
+            opt = BY_LONG.get(name)
+            attached = value if eq else None
+        else:
+            opt = BY_SHORT.get(arg[1])
+            attached = arg[2:] or None
+        if opt is None:
+            raise UsageError(f"run: unknown option {arg.partition('=')[0]} (see cronwrap run --help)")
+        if opt.is_flag:
+            if attached is not None:
+                raise UsageError(f"run: --{opt.name} takes no value")
+            given[opt.name] = True
+        elif attached is not None:
+            given[opt.name] = attached
+        elif i + 1 < len(args):
+            i += 1
+            given[opt.name] = args[i]
+        else:
+            raise UsageError(f"run: --{opt.name} needs a value ({opt.metavar})")
+        i += 1
+    return given, []
+
+
+def run_help() -> str:
+    from cronwrap.spec import OPTIONS
+
+    lines = [RUN_USAGE, "",
+             "Run COMMAND (no shell) under a lock, a hard timeout and the run ledger.",
+             "Every option can also be set as CRONWRAP_<NAME> (e.g. CRONWRAP_KILL_AFTER=30s).", ""]
+    group = None
+    for opt in OPTIONS:
+        if opt.group != group:
+            group = opt.group
+            lines.append(f"{group}:")
+        names = (f"-{opt.short}, " if opt.short else "    ") + f"--{opt.name}"
+        if opt.metavar:
+            names += f" {opt.metavar}"
+        lines.append(f"  {names}")
+        lines.append(f"        {opt.help}")
+    lines += ["", "Exit status: the command's own; 124 timed out; 137 timed out and needed KILL;",
+              "125 cronwrap failed; 126 not executable; 127 not found; 128+N ended by signal N;",
+              "--skip-exit-code (0) when nothing ran.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,111 @@
+-- The SQLite dialect of the ledger. Times are REAL seconds since the epoch (UTC).
+-- Every block is one statement, except migrations (run as scripts).
+
+-- name: migration_1
+CREATE TABLE IF NOT EXISTS jobs (
+  name TEXT PRIMARY KEY,
+  schedule TEXT,
+  tz TEXT,
+  key_template TEXT,
+  settings TEXT,
+  fence INTEGER NOT NULL DEFAULT 0,
+  first_seen REAL NOT NULL,
+  last_seen REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  job TEXT NOT NULL REFERENCES jobs (name),
+  run_key TEXT NOT NULL,
+  scheduled_at REAL,
+  trigger TEXT NOT NULL,
+  status TEXT NOT NULL,
+  skip_reason TEXT,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  host TEXT,
+  pid INTEGER,
+  pid_start INTEGER,
+  locked_by TEXT,
+  locked_until REAL,
+  fence INTEGER,
+  started_at REAL,
+  finished_at REAL,
+  duration_ms INTEGER,
+  exit_code INTEGER,
+  signal INTEGER,
+  timed_out INTEGER NOT NULL DEFAULT 0,
+  error_tail TEXT,
+  log_path TEXT,
+  created_at REAL NOT NULL,
+  UNIQUE (job, run_key)
+);
+CREATE INDEX IF NOT EXISTS runs_job_id ON runs (job, id);
+CREATE INDEX IF NOT EXISTS runs_job_status_id ON runs (job, status, id);
+CREATE INDEX IF NOT EXISTS runs_job_created ON runs (job, created_at, status);
+
+-- name: upsert_job
+INSERT INTO jobs (name, schedule, tz, key_template, first_seen, last_seen)
+VALUES (:job, :schedule, :tz, :key_template, :now, :now)
+ON CONFLICT (name) DO UPDATE SET
+  schedule = excluded.schedule, tz = excluded.tz,
+  key_template = excluded.key_template, last_seen = excluded.last_seen
+
+-- name: running_of_job
+SELECT * FROM runs WHERE job = :job AND status = 'running' ORDER BY id
+
+-- name: expire_lease
+UPDATE runs SET locked_until = :now WHERE id = :id AND status = 'running'
+
+-- name: insert_run
+INSERT INTO runs (job, run_key, scheduled_at, trigger, status, skip_reason, host, created_at)
+VALUES (:job, :run_key, :scheduled_at, :trigger, :status, :skip_reason, :host, :now)
+ON CONFLICT (job, run_key) DO NOTHING
+RETURNING *
+
+-- name: run_by_key
+SELECT * FROM runs WHERE job = :job AND run_key = :run_key
+
+-- name: next_fence
+UPDATE jobs SET fence = fence + 1 WHERE name = :job RETURNING fence
+
+-- name: claim_run
+UPDATE runs SET
+  status = 'running', trigger = :trigger, scheduled_at = :scheduled_at,
+  skip_reason = NULL, attempts = attempts + 1, host = :host, pid = :pid,
+  pid_start = :pid_start, locked_by = :host, locked_until = :now + :lease, fence = :fence,
+  started_at = :now, finished_at = NULL, duration_ms = NULL, exit_code = NULL,
+  signal = NULL, timed_out = 0, error_tail = NULL, log_path = NULL
+WHERE id = :id
+RETURNING *
+
+-- name: heartbeat
+UPDATE runs SET locked_until = :now + :lease
+WHERE id = :id AND fence = :fence AND status = 'running'
+
+-- name: finish
+UPDATE runs SET
+  status = :status, skip_reason = :skip_reason, finished_at = :now,
+  duration_ms = :duration_ms, exit_code = :exit_code, signal = :signal,
+  timed_out = :timed_out, error_tail = :error_tail, log_path = :log_path,
+  locked_until = NULL
+WHERE id = :id AND fence = :fence AND status = 'running'
+
+-- name: runs_of_job
+SELECT * FROM runs WHERE job = :job AND created_at >= :since ORDER BY id DESC LIMIT :limit
+
+-- name: run_by_id
+SELECT * FROM runs WHERE job = :job AND id = :id
+
+-- name: jobs
+SELECT * FROM jobs ORDER BY name
+
+-- name: last_run
+SELECT * FROM runs WHERE job = :job ORDER BY id DESC LIMIT 1
+
+-- name: last_success
+SELECT finished_at FROM runs WHERE job = :job AND status = 'succeeded' ORDER BY id DESC LIMIT 1
+
+-- name: counts
+SELECT status, count(*) AS n FROM runs WHERE job = :job AND created_at >= :since GROUP BY status
+
+-- name: unlock
+UPDATE runs SET locked_until = :now WHERE job = :job AND status = 'running' RETURNING *

@@ -1,0 +1,227 @@
+"""The claim protocol of DESIGN §3, written once over named SQL blocks.
+
+A dialect (sqlite.py, postgres.py) supplies the connection, the transaction, the clock and
+the conversion of times; this class holds the logic, as procrastinate's JobManager does.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, Iterator
+
+from cronwrap.ledger import base
+from cronwrap.ledger.base import Claim, ClaimRequest, Finish, JobSummary, Run
+
+_TIME_COLUMNS = ("scheduled_at", "locked_until", "started_at", "finished_at")
+
+
+def decide(row: Run, req: ClaimRequest, now: datetime) -> str | None:
+    """None when ``row`` may be claimed by ``req``, else the skip reason."""
+    if row.status == base.RUNNING:
+        expired = row.locked_until is None or row.locked_until <= now
+        return None if expired else base.DUPLICATE  # never steal a live lease, even with --force
+    if row.status in (base.SKIPPED, base.MISSED, "pending") or req.force:
+        return None
+    if row.status == base.SUCCEEDED:
+        return base.DUPLICATE
+    if req.trigger == "manual" or row.attempt < req.max_attempts:
+        return None
+    return base.DUPLICATE
+
+
+class SqlLedger(ABC):
+    """Implements ``base.Ledger``; subclasses provide the dialect hooks at the bottom."""
+
+    def __init__(self, queries: dict[str, str]) -> None:
+        self.q = queries
+        self._mutex = threading.Lock()  # the heartbeat thread shares the connection
+
+    # -- the protocol --------------------------------------------------------------------
+
+    def claim(self, req: ClaimRequest) -> Claim:
+        with self._tx() as cur:
+            now = self._db_now(cur)
+            self._upsert_job(cur, req, now)
+            live = self._live_runs(cur, req, now)
+            others = [r for r in live if r.run_key != req.run_key]
+            if req.overlap_skip and others:
+                return self._insert_skip(cur, req, base.OVERLAP, now, blocking=others[0])
+            row, new = self._insert_or_get(cur, req, "pending", None, now)
+            reason = None if new else decide(row, req, self._from_db(now))
+            if reason:
+                return Claim(run=None, skip_reason=reason, blocking=row)
+            took_over = row.status == base.RUNNING
+            fence = self._one(cur, "next_fence", job=req.job.name)["fence"]
+            claimed = self._one(
+                cur, "claim_run", id=row.run_id, trigger=req.trigger, host=req.host,
+                scheduled_at=self._to_db(req.scheduled_at), pid=req.pid,
+                pid_start=req.pid_start, now=now, lease=self._lease(req.lease), fence=fence,
+            )
+            return Claim(run=self._run(claimed), took_over=took_over)
+
+    def record_skip(self, req: ClaimRequest, reason: str) -> Claim:
+        with self._tx() as cur:
+            now = self._db_now(cur)
+            self._upsert_job(cur, req, now)
+            return self._insert_skip(cur, req, reason, now, blocking=None)
+
+    def heartbeat(self, run_id: int, fence: int, lease: float) -> bool:
+        with self._tx() as cur:
+            now = self._db_now(cur)
+            self._exec(cur, "heartbeat", id=run_id, fence=fence, now=now, lease=self._lease(lease))
+            return cur.rowcount == 1
+
+    def finish(self, run_id: int, fence: int, result: Finish) -> bool:
+        with self._tx() as cur:
+            now = self._db_now(cur)
+            self._exec(
+                cur, "finish", id=run_id, fence=fence, now=now, status=result.status,
+                skip_reason=result.skip_reason, duration_ms=result.duration_ms,
+                exit_code=result.exit_code, signal=result.signal,
+                timed_out=self._bool(result.timed_out), error_tail=result.error_tail,
+                log_path=result.log_path,
+            )
+            return cur.rowcount == 1
+
+    def runs(self, job: str, limit: int = 50, since: datetime | None = None) -> list[Run]:
+        since_db = self._to_db(since) if since else self._to_db(datetime(1970, 1, 2, tzinfo=base.UTC))
+        with self._tx(write=False) as cur:
+            rows = self._all(cur, "runs_of_job", job=job, since=since_db, limit=limit)
+        return [self._run(r) for r in rows]
+
+    def get_run(self, job: str, run_id: int) -> Run | None:
+        with self._tx(write=False) as cur:
+            row = self._one(cur, "run_by_id", job=job, id=run_id)
+        return self._run(row) if row else None
+
+    def summaries(self, since: datetime, jobs: list[str] | None = None) -> list[JobSummary]:
+        with self._tx(write=False) as cur:
+            rows = self._all(cur, "jobs")
+            wanted = [r for r in rows if jobs is None or r["name"] in jobs]
+            return [self._summary(cur, r, self._to_db(since)) for r in wanted]
+
+    def unlock(self, job: str) -> list[Run]:
+        with self._tx() as cur:
+            rows = self._all(cur, "unlock", job=job, now=self._db_now(cur))
+        return [self._run(r) for r in rows]
+
+    def now(self) -> datetime:
+        with self._tx(write=False) as cur:
+            return self._from_db(self._db_now(cur))
+
+    # -- steps ---------------------------------------------------------------------------
+
+    def _upsert_job(self, cur: Any, req: ClaimRequest, now: Any) -> None:
+        job = req.job
+        self._exec(cur, "upsert_job", job=job.name, schedule=job.schedule, tz=job.tz,
+                   key_template=job.key_template, now=now)
+
+    def _live_runs(self, cur: Any, req: ClaimRequest, now: Any) -> list[Run]:
+        """Running rows with a live lease; this host's rows whose wrapper is gone expire now."""
+        live = []
+        now_dt = self._from_db(now)
+        for row in map(self._run, self._all(cur, "running_of_job", job=req.job.name)):
+            if row.host == req.host and req.is_gone(row.pid, row.pid_start):
+                self._exec(cur, "expire_lease", id=row.run_id, now=now)
+                continue
+            if row.locked_until is not None and row.locked_until > now_dt:
+                live.append(row)
+        return live
+
+    def _insert_or_get(self, cur: Any, req: ClaimRequest, status: str, reason: str | None,
+                       now: Any) -> tuple[Run, bool]:
+        inserted = self._one(
+            cur, "insert_run", job=req.job.name, run_key=req.run_key,
+            scheduled_at=self._to_db(req.scheduled_at), trigger=req.trigger, status=status,
+            skip_reason=reason, host=req.host, now=now,
+        )
+        if inserted:
+            return self._run(inserted), True
+        return self._run(self._one(cur, "run_by_key", job=req.job.name, run_key=req.run_key)), False
+
+    def _insert_skip(self, cur: Any, req: ClaimRequest, reason: str, now: Any,
+                     blocking: Run | None) -> Claim:
+        row, new = self._insert_or_get(cur, req, base.SKIPPED, reason, now)
+        if new:
+            return Claim(run=None, skip_reason=reason, blocking=blocking)
+        return Claim(run=None, skip_reason=base.DUPLICATE if blocking is None else reason,
+                     blocking=blocking or row)
+
+    def _summary(self, cur: Any, job: dict, since: Any) -> JobSummary:
+        name = job["name"]
+        last = self._one(cur, "last_run", job=name)
+        success = self._one(cur, "last_success", job=name)
+        running = [self._run(r) for r in self._all(cur, "running_of_job", job=name)]
+        counts = {r["status"]: int(r["n"]) for r in self._all(cur, "counts", job=name, since=since)}
+        return JobSummary(
+            job=name, schedule=job["schedule"], tz=job["tz"], key_template=job["key_template"],
+            first_seen=self._from_db(job["first_seen"]), last_seen=self._from_db(job["last_seen"]),
+            last_run=self._run(last) if last else None,
+            last_success_at=self._from_db(success["finished_at"]) if success else None,
+            running=running, counts=counts,
+        )
+
+    # -- rows ----------------------------------------------------------------------------
+
+    def _run(self, row: dict) -> Run:
+        times = {k: self._from_db(row[k]) for k in _TIME_COLUMNS}
+        return Run(
+            run_id=row["id"], job=row["job"], run_key=row["run_key"], trigger=row["trigger"],
+            status=row["status"], skip_reason=row["skip_reason"], attempt=row["attempts"],
+            host=row["host"], pid=row["pid"], pid_start=row["pid_start"], fence=row["fence"],
+            duration_ms=row["duration_ms"], exit_code=row["exit_code"], signal=row["signal"],
+            timed_out=bool(row["timed_out"]), error_tail=row["error_tail"],
+            log_path=row["log_path"], **times,
+        )
+
+    def _one(self, cur: Any, name: str, **params: Any) -> dict | None:
+        self._exec(cur, name, **params)
+        return self._fetchone(cur)
+
+    def _all(self, cur: Any, name: str, **params: Any) -> list[dict]:
+        self._exec(cur, name, **params)
+        return self._fetchall(cur)
+
+    @contextmanager
+    def _tx(self, write: bool = True) -> Iterator[Any]:
+        with self._mutex, self._transaction(write) as cur:
+            yield cur
+
+    # -- dialect hooks -------------------------------------------------------------------
+
+    @abstractmethod
+    def _transaction(self, write: bool) -> Any:
+        ...
+
+    @abstractmethod
+    def _exec(self, cur: Any, name: str, **params: Any) -> None:
+        ...
+
+    @abstractmethod
+    def _fetchone(self, cur: Any) -> dict | None:
+        ...
+
+    @abstractmethod
+    def _fetchall(self, cur: Any) -> list[dict]:
+        ...
+
+    @abstractmethod
+    def _db_now(self, cur: Any) -> Any:
+        ...
+
+    @abstractmethod
+    def _to_db(self, t: datetime | None) -> Any:
+        ...
+
+    @abstractmethod
+    def _from_db(self, value: Any) -> datetime | None:
+        ...
+
+    def _lease(self, seconds: float) -> Any:
+        return seconds
+
+    def _bool(self, value: bool) -> Any:
+        return value

@@ -1,0 +1,100 @@
+"""Where cronwrap keeps its ledger, logs and locks, and how it opens them safely.
+
+Directories cronwrap owns are created 0700 and must belong to the user running it and not be
+group- or world-writable; files are created 0600 and opened with O_NOFOLLOW, so another local
+user can neither plant a symlink nor pre-create a file that cronwrap would then write or trust.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from cronwrap.errors import PathError
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+@dataclass(frozen=True)
+class Dirs:
+    state: Path  # holds ledger.db and the outbox
+    logs: Path
+    locks: Path
+
+    @property
+    def ledger_file(self) -> Path:
+        return self.state / "ledger.db"
+
+
+def resolve_dirs(environ: dict[str, str] | os._Environ, euid: int | None = None) -> Dirs:
+    """``CRONWRAP_HOME`` when set; system paths for root; XDG paths for everyone else."""
+    euid = os.geteuid() if euid is None else euid
+    home = environ.get("CRONWRAP_HOME")
+    if home:
+        base = Path(home)
+        return Dirs(state=base, logs=base / "logs", locks=base / "locks")
+    if euid == 0:
+        return Dirs(Path("/var/lib/cronwrap"), Path("/var/log/cronwrap"), Path("/run/lock/cronwrap"))
+    user_home = Path(environ.get("HOME") or os.path.expanduser("~"))
+    state = Path(environ.get("XDG_STATE_HOME") or user_home / ".local" / "state") / "cronwrap"
+    runtime = environ.get("XDG_RUNTIME_DIR")
+    # cron does not set XDG_RUNTIME_DIR: fall back to the private state directory.
+    locks = Path(runtime) / "cronwrap" if runtime else state / "locks"
+    return Dirs(state=state, logs=state / "logs", locks=locks)
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) 0700 if missing; refuse one that another user could change."""
+    try:
+        os.makedirs(path, mode=DIR_MODE, exist_ok=True)
+        info = os.lstat(path)
+    except OSError as exc:
+        raise PathError(f"cannot create directory {path}: {exc.strerror}") from exc
+    check_dir(path, info)
+    return path
+
+
+def check_dir(path: Path, info: os.stat_result) -> None:
+    if stat.S_ISLNK(info.st_mode):
+        raise PathError(f"{path} is a symlink; cronwrap refuses it: use a real directory")
+    if not stat.S_ISDIR(info.st_mode):
+        raise PathError(f"{path} is not a directory")
+    if info.st_uid != os.geteuid():
+        raise PathError(f"{path} belongs to uid {info.st_uid}, not to you: use a directory you own")
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise PathError(f"{path} is writable by other users: run chmod go-w {path}")
+
+
+def check_parent(path: Path) -> None:
+    """A parent of an explicit path may be shared (e.g. /tmp) only if it is sticky."""
+    try:
+        info = os.stat(path.parent)
+    except OSError as exc:
+        raise PathError(f"cannot use {path}: {path.parent}: {exc.strerror}") from exc
+    if info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX:
+        raise PathError(f"{path.parent} is world-writable without the sticky bit: choose another place")
+
+
+def open_private(path: Path, flags: int = os.O_RDWR | os.O_CREAT) -> int:
+    """Open (creating 0600) without following symlinks; refuse a file owned by another user."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP: the last component is a symlink
+            raise PathError(f"{path} is a symlink; cronwrap refuses to follow it") from exc
+        raise PathError(f"cannot open {path}: {exc.strerror}") from exc
+    info = os.fstat(fd)
+    problem = None
+    if info.st_uid != os.geteuid():
+        problem = f"{path} belongs to uid {info.st_uid}, not to you: remove it or choose another path"
+    elif not stat.S_ISREG(info.st_mode):
+        problem = f"{path} is not a regular file"
+    elif info.st_mode & stat.S_IWOTH:
+        problem = f"{path} is world-writable: run chmod o-w {path}"
+    if problem:
+        os.close(fd)
+        raise PathError(problem)
+    return fd

@@ -1,0 +1,216 @@
+"""The structured run log (JSON Lines) and each run's captured output.
+
+Events go to ``events.jsonl`` in the log directory, one ``O_APPEND`` write per line, so many
+concurrent wrappers never interleave a line. The file is rotated by size (``events.jsonl.1`` …)
+and rotated files older than ``--keep-logs`` are removed.
+
+Captured output: one file per run attempt, ``logs/NAME/RUN_ID.ATTEMPT.log``, bounded: the first
+``HEAD_LIMIT`` bytes, then a marker, then the last ``TAIL_LIMIT`` bytes (kept in a ring buffer in
+memory while the job runs), so a runaway job neither fills the disk nor the wrapper's memory.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from cronwrap.paths import ensure_private_dir, open_private
+
+EVENTS_FILE = "events.jsonl"
+EVENTS_MAX_BYTES = 16 * 1024 * 1024
+EVENTS_KEEP_FILES = 5
+HEAD_LIMIT = 8 * 1024 * 1024
+TAIL_LIMIT = 1024 * 1024
+ERROR_TAIL = 4096
+
+
+def iso_now(clock: float | None = None) -> str:
+    t = time.time() if clock is None else clock
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}+00:00"
+
+
+class EventLog:
+    """Append-only JSONL events; a failure to write is reported once and never raised."""
+
+    def __init__(self, log_dir: Path, max_bytes: int = EVENTS_MAX_BYTES) -> None:
+        self.dir = log_dir
+        self.path = log_dir / EVENTS_FILE
+        self.max_bytes = max_bytes
+        self.fd: int | None = None
+        self.failed: str | None = None
+
+    def emit(self, event: str, **fields: Any) -> dict:
+        record = {"ts": iso_now(), "event": event, **fields}
+        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+        try:
+            if self.fd is None:
+                ensure_private_dir(self.dir)
+                self.fd = open_private(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+            os.write(self.fd, line)
+            if os.fstat(self.fd).st_size > self.max_bytes:
+                self._rotate()
+        except OSError as exc:
+            self._report(f"cannot write run log {self.path}: {exc.strerror}")
+        except Exception as exc:  # PathError: an unsafe log path is reported, the job still runs
+            self._report(str(exc))
+        return record
+
+    def _report(self, message: str) -> None:
+        if self.failed is None:
+            self.failed = message
+            os.write(2, f"cronwrap: {message}\n".encode(errors="replace"))
+
+    def _rotate(self) -> None:
+        lock_fd = open_private(self.dir / ".rotate.lock")
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            if os.stat(self.path).st_size <= self.max_bytes:
+                return  # another wrapper rotated it first
+            for n in range(EVENTS_KEEP_FILES - 1, 0, -1):
+                older = self.dir / f"{EVENTS_FILE}.{n}"
+                if older.exists():
+                    os.replace(older, self.dir / f"{EVENTS_FILE}.{n + 1}")
+            os.replace(self.path, self.dir / f"{EVENTS_FILE}.1")
+        finally:
+            os.close(lock_fd)
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def read_events(log_dir: Path) -> list[dict]:
+    """All events, oldest first, across rotated files (for tests and ``logs``)."""
+    out: list[dict] = []
+    for n in range(EVENTS_KEEP_FILES, 0, -1):
+        out.extend(_read_jsonl(log_dir / f"{EVENTS_FILE}.{n}"))
+    out.extend(_read_jsonl(log_dir / EVENTS_FILE))
+    return out
+
+
+def _read_jsonl(file: Path) -> list[dict]:
+    try:
+        with open(file, encoding="utf-8", errors="replace") as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def output_path(log_dir: Path, job: str, run_id: int, attempt: int) -> Path:
+    return log_dir / job / f"{run_id}.{attempt}.log"
+
+
+class OutputCapture:
+    """Receives the job's output chunks: passes them through and keeps a bounded copy."""
+
+    def __init__(self, file: Path | None, passthrough: bool) -> None:
+        self.file = file
+        self.passthrough = passthrough
+        self.fd: int | None = None
+        self.written = 0
+        self.total = 0
+        self.tail = bytearray()
+        self.error: str | None = None
+        if file is not None:
+            try:
+                ensure_private_dir(file.parent)
+                self.fd = open_private(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            except Exception as exc:
+                self.error = f"cannot capture output to {file}: {exc}"
+
+    def __call__(self, fd: int, data: bytes) -> None:
+        if self.passthrough:
+            self._pass(fd, data)
+        self.total += len(data)
+        room = HEAD_LIMIT - self.written
+        if room > 0 and self.fd is not None:
+            self._store(data[:room])
+        if len(data) > room:  # past the head: keep a ring of the last TAIL_LIMIT bytes
+            self.tail += data[max(room, 0):]
+            if len(self.tail) > 2 * TAIL_LIMIT:
+                del self.tail[: len(self.tail) - TAIL_LIMIT]
+
+    def _pass(self, fd: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(fd, view):]
+            except BlockingIOError:
+                continue
+            except OSError as exc:
+                if exc.errno in (errno.EPIPE, errno.EBADF):
+                    self.passthrough = False  # our reader went away: keep capturing
+                    return
+                raise
+
+    def _store(self, data: bytes) -> None:
+        try:
+            os.write(self.fd, data)
+            self.written += len(data)
+        except OSError as exc:
+            self.error = f"cannot capture output to {self.file}: {exc.strerror}"
+            os.close(self.fd)
+            self.fd = None
+
+    def close(self) -> None:
+        if self.fd is None:
+            return
+        if self.total > self.written:
+            tail = bytes(self.tail[-TAIL_LIMIT:])
+            skipped = self.total - self.written - len(tail)
+            marker = f"\n[cronwrap: {skipped} bytes omitted; output truncated to the first " \
+                     f"{self.written} and the last {len(tail)} bytes]\n".encode()
+            self._store(marker + tail)
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def last_bytes(self, n: int = ERROR_TAIL) -> bytes:
+        if self.tail:
+            return bytes(self.tail[-n:])
+        if self.file is None or self.written == 0:
+            return b""
+        with open(self.file, "rb") as f:
+            f.seek(max(0, self.written - n))
+            return f.read(n)
+
+    def error_tail(self, n: int = ERROR_TAIL) -> str | None:
+        data = self.last_bytes(n)
+        return data.decode("utf-8", errors="replace") if data else None
+
+
+def prune_outputs(job_dir: Path, keep_seconds: float, now: float) -> int:
+    """Remove captured output files of one job older than ``keep_seconds``."""
+    removed = 0
+    try:
+        entries = list(os.scandir(job_dir))
+    except OSError:
+        return 0
+    for entry in entries:
+        if entry.name.endswith(".log") and entry.is_file(follow_symlinks=False):
+            if now - entry.stat(follow_symlinks=False).st_mtime > keep_seconds:
+                try:
+                    os.unlink(entry.path)
+                    removed += 1
+                except OSError:
+                    pass
+    return removed
+
+
+def prune_event_logs(log_dir: Path, keep_seconds: float, now: float) -> None:
+    for n in range(1, EVENTS_KEEP_FILES + 2):
+        rotated = log_dir / f"{EVENTS_FILE}.{n}"
+        try:
+            if now - os.stat(rotated).st_mtime > keep_seconds:
+                os.unlink(rotated)
+        except OSError:
+            pass

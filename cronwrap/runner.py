@@ -1,0 +1,313 @@
+"""One invocation of ``cronwrap run``: lock → claim → heartbeat → supervise → record.
+
+This is the only module that composes I/O. Its order matters: the local lock is taken before
+the claim (so two firings on one host never both reach the ledger as runners), and released
+only after the finish is recorded (so ``--overlap replace`` sees the old run's record).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from cronwrap import locks, procs
+from cronwrap.errors import EXIT_CRONWRAP, LedgerError
+from cronwrap.ledger import base
+from cronwrap.ledger.base import Claim, ClaimRequest, Finish, JobInfo, Run
+from cronwrap.paths import Dirs, check_parent, ensure_private_dir, resolve_dirs
+from cronwrap.runlog import EventLog, OutputCapture, output_path, prune_event_logs, prune_outputs
+from cronwrap.spec import JobSpec
+
+FINISH_RETRIES = 3
+WAIT_POLL = 1.0
+
+
+@dataclass(frozen=True)
+class Slot:
+    run_key: str
+    scheduled_at: datetime
+    trigger: str
+
+
+def minute_slot(now: float) -> Slot:
+    """Without a schedule a firing's slot is its minute (cron's own granularity)."""
+    start = datetime.fromtimestamp(now - now % 60, timezone.utc)
+    return Slot(start.strftime("%Y-%m-%dT%H:%M:%SZ"), start, "schedule")
+
+
+def open_ledger(url: str | None, dirs: Dirs) -> base.Ledger:
+    if url and not url.startswith("sqlite:///"):
+        from cronwrap.ledger.postgres import PostgresLedger  # psycopg only for PostgreSQL
+
+        return PostgresLedger(url)
+    from cronwrap.ledger.sqlite import SqliteLedger
+
+    if url:
+        file = Path(url[len("sqlite://"):])
+        check_parent(file)
+    else:
+        file = ensure_private_dir(dirs.state) / "ledger.db"
+    return SqliteLedger(file)
+
+
+class Invocation:
+    """State shared by the steps of one ``run``."""
+
+    def __init__(self, spec: JobSpec, environ: dict[str, str], now: float) -> None:
+        self.spec = spec
+        self.environ = environ
+        self.now = now
+        self.dirs = resolve_dirs(environ)
+        self.log_dir = spec.log_dir or self.dirs.logs
+        self.events = EventLog(self.log_dir)
+        self.pid, self.pid_start = procs.self_identity()
+        self.interactive = os.isatty(2)
+
+    def event(self, event: str, run: Run | None = None, slot: Slot | None = None, **fields) -> None:
+        common = {"job": self.spec.name, "host": self.spec.host, "pid": self.pid}
+        if run is not None:
+            common.update(run_id=run.run_id, run_key=run.run_key, attempt=run.attempt,
+                          trigger=run.trigger, scheduled_at=base.iso(run.scheduled_at))
+        elif slot is not None:
+            common.update(run_key=slot.run_key, trigger=slot.trigger,
+                          scheduled_at=base.iso(slot.scheduled_at))
+        self.events.emit(event, **common, **fields)
+
+    def say(self, message: str) -> None:
+        """Messages for a person at a terminal; from cron they would only make mail."""
+        if self.interactive:
+            sys.stderr.write(f"cronwrap: {message}\n")
+
+    def request(self, slot: Slot) -> ClaimRequest:
+        spec = self.spec
+        return ClaimRequest(
+            job=JobInfo(spec.name), run_key=slot.run_key, scheduled_at=slot.scheduled_at,
+            trigger=slot.trigger, host=spec.host, pid=self.pid, pid_start=self.pid_start,
+            lease=spec.lease, overlap_skip=spec.overlap != "allow", force=spec.force,
+            is_gone=lambda pid, start: not procs.is_alive(pid, start),
+        )
+
+
+def run(spec: JobSpec, environ: dict[str, str], now: float | None = None) -> int:
+    inv = Invocation(spec, environ, time.time() if now is None else now)
+    slot = minute_slot(inv.now)
+    ledger = open_ledger(spec.db, inv.dirs)
+    try:
+        if spec.jitter > 0:
+            time.sleep(random.uniform(0, spec.jitter))
+        lock = take_lock(inv)
+        if lock is False:
+            return skip(inv, ledger.record_skip(inv.request(slot), base.OVERLAP), slot)
+        try:
+            claim = claim_slot(inv, ledger, slot)
+            if claim.run is None:
+                return skip(inv, claim, slot)
+            return execute(inv, ledger, claim, lock)
+        finally:
+            if lock:
+                lock.release()
+    finally:
+        ledger.close()
+        inv.events.close()
+
+
+def take_lock(inv: Invocation) -> locks.Lock | None | bool:
+    """The local lock: the lock object, None for ``--lock none``, False when busy."""
+    spec = inv.spec
+    if spec.lock == "none" or spec.overlap == "allow":
+        return None
+    if spec.lock_file:
+        check_parent(spec.lock_file)
+        path = spec.lock_file
+    else:
+        path = ensure_private_dir(inv.dirs.locks) / f"{spec.name}.lock"
+    lock = locks.open_lock(spec.lock, path)
+    if spec.overlap == "wait":
+        acquired = locks.acquire_waiting(lock, spec.wait_timeout)
+    elif spec.overlap == "replace" and not lock.try_acquire():
+        holder = lock.holder()
+        inv.event("replace", holder_pid=holder.pid if holder else None)
+        acquired = locks.replace_holder(lock, spec.signal, spec.kill_after or 10.0)
+    else:
+        acquired = lock.try_acquire()
+    if not acquired:
+        lock.release()
+        return False
+    if lock.stale is not None:
+        inv.event("stale_lock", lock_file=str(path), stale_pid=lock.stale.pid)
+    return lock
+
+
+def claim_slot(inv: Invocation, ledger: base.Ledger, slot: Slot) -> Claim:
+    """Claim; under ``--overlap wait`` a run elsewhere is waited for, polling the ledger."""
+    deadline = time.monotonic() + inv.spec.wait_timeout
+    while True:
+        claim = ledger.claim(inv.request(slot))
+        waiting = inv.spec.overlap == "wait" and claim.skip_reason == base.OVERLAP
+        if not waiting or (inv.spec.wait_timeout and time.monotonic() >= deadline):
+            return claim
+        time.sleep(WAIT_POLL)
+
+
+def skip(inv: Invocation, claim: Claim, slot: Slot) -> int:
+    reason = claim.skip_reason
+    blocking = claim.blocking
+    fields = {"status": base.SKIPPED, "skip_reason": reason}
+    if blocking is not None:
+        fields.update(blocking_run_id=blocking.run_id, blocking_host=blocking.host,
+                      blocking_status=blocking.status)
+    inv.event("skip", slot=slot, **fields)
+    if reason == base.DUPLICATE and blocking is not None and blocking.status != base.RUNNING:
+        inv.say(f"{inv.spec.name}: slot {slot.run_key} already ran (run {blocking.run_id}, "
+                f"{blocking.status}); nothing to do. Use --force to run it again.")
+    elif blocking is not None:
+        inv.say(f"{inv.spec.name}: run {blocking.run_id} is still running on {blocking.host} "
+                f"(pid {blocking.pid}); skipped ({reason}).")
+    else:
+        inv.say(f"{inv.spec.name}: another run holds the lock; skipped ({reason}).")
+    return inv.spec.skip_exit_code
+
+
+def job_environment(inv: Invocation, run: Run) -> dict[str, str]:
+    env = dict(inv.environ)
+    env.update(inv.spec.env_extra)
+    scheduled = run.scheduled_at.astimezone() if run.scheduled_at else None
+    env.update(
+        CRONWRAP_JOB=run.job, CRONWRAP_RUN_ID=str(run.run_id), CRONWRAP_RUN_KEY=run.run_key,
+        CRONWRAP_SCHEDULED_AT=scheduled.isoformat() if scheduled else "",
+        CRONWRAP_BIZ_DATE=scheduled.date().isoformat() if scheduled else "",
+        CRONWRAP_ATTEMPT=str(run.attempt), CRONWRAP_TRIGGER=run.trigger,
+        CRONWRAP_FENCE=str(run.fence), CRONWRAP_HOST=inv.spec.host,
+    )
+    return env
+
+
+def execute(inv: Invocation, ledger: base.Ledger, claim: Claim, lock: locks.Lock | None) -> int:
+    from cronwrap.supervise import SuperviseSpec, Supervisor
+
+    spec, run = inv.spec, claim.run
+    assert run is not None and run.fence is not None
+    log_file = output_path(inv.log_dir, spec.name, run.run_id, run.attempt)
+    capture = OutputCapture(log_file, passthrough=spec.output == "passthrough")
+    if capture.error:
+        inv.events._report(capture.error)
+    inv.event("start", run=run, fence=run.fence, took_over=claim.took_over)
+    supervisor = Supervisor(
+        SuperviseSpec(
+            argv=spec.command, env=job_environment(inv, run), timeout=spec.timeout,
+            kill_after=spec.kill_after, signal=spec.signal, leave_orphans=spec.leave_orphans,
+            pass_fds=(lock.fd_for_job,) if lock and lock.fd_for_job is not None else (),
+        ),
+        on_output=capture,
+        on_spawn=(lambda job: lock.set_job(job.pid, job.start_time)) if lock else None,
+    )
+    heartbeat = Heartbeat(ledger, run, spec.lease, supervisor)
+    heartbeat.start()
+    try:
+        outcome = supervisor.run()
+    finally:
+        heartbeat.stop()
+        capture.close()
+    status = outcome.exit_status(spec.preserve_status)
+    result = finish_of(outcome, capture, log_file, heartbeat.lost)
+    record_finish(inv, ledger, run, result)
+    inv.event("timeout" if outcome.timed_out else "finish", run=run, status=result.status,
+              exit_code=status, duration_ms=result.duration_ms, signal=outcome.signal,
+              skip_reason=result.skip_reason, orphans=outcome.orphans,
+              forwarded=outcome.forwarded or None, spawn_error=outcome.spawn_error)
+    if spec.output == "on-failure" and result.status != base.SUCCEEDED:
+        replay_output(log_file)
+    if outcome.spawn_error:
+        sys.stderr.write(f"cronwrap: {spec.name}: {outcome.spawn_error}\n")
+    tidy_logs(inv)
+    return status
+
+
+def finish_of(outcome, capture: OutputCapture, log_file: Path, lease_lost: bool) -> Finish:
+    if lease_lost or outcome.stop_reason == base.LEASE_LOST:
+        status, reason = base.KILLED, base.LEASE_LOST
+    elif outcome.timed_out:
+        status, reason = base.TIMEOUT, None
+    elif outcome.spawn_error or (outcome.exit_code or 0) != 0:
+        status, reason = base.FAILED, None
+    elif outcome.signal is not None:
+        status, reason = base.KILLED, None
+    else:
+        status, reason = base.SUCCEEDED, None
+    tail = capture.error_tail()
+    if outcome.spawn_error:
+        tail = (tail or "") + f"cronwrap: {outcome.spawn_error}\n"
+    return Finish(
+        status=status, duration_ms=int(outcome.duration * 1000), exit_code=outcome.exit_code,
+        signal=outcome.signal, timed_out=outcome.timed_out, error_tail=tail,
+        log_path=str(log_file) if capture.written or capture.total else None, skip_reason=reason,
+    )
+
+
+def record_finish(inv: Invocation, ledger: base.Ledger, run: Run, result: Finish) -> None:
+    """Once the job ran, a failure to record never changes the exit status: retry, report."""
+    for attempt in range(FINISH_RETRIES):
+        try:
+            if not ledger.finish(run.run_id, run.fence, result):
+                inv.event("lease_lost", run=run, status=result.status,
+                          detail="the slot was taken over; its new runner's record stands")
+            return
+        except LedgerError as exc:
+            error = str(exc)
+            time.sleep(0.2 * (attempt + 1))
+    inv.events._report(f"could not record the end of run {run.run_id}: {error}")
+
+
+def replay_output(log_file: Path) -> None:
+    try:
+        with open(log_file, "rb") as f:
+            while chunk := f.read(1 << 20):
+                sys.stdout.buffer.write(chunk)
+        sys.stdout.buffer.flush()
+    except OSError:
+        pass
+
+
+def tidy_logs(inv: Invocation) -> None:
+    now = time.time()
+    prune_outputs(inv.log_dir / inv.spec.name, inv.spec.keep_logs, now)
+    prune_event_logs(inv.log_dir, inv.spec.keep_logs, now)
+
+
+class Heartbeat(threading.Thread):
+    """Renews the lease every lease/3; ends the job when the lease is lost.
+
+    Lost means: a renewal matched no row (another runner took the slot over), or renewals
+    failed for so long that the lease must have expired by this wrapper's monotonic clock.
+    """
+
+    def __init__(self, ledger: base.Ledger, run: Run, lease: float, supervisor) -> None:
+        super().__init__(daemon=True, name="cronwrap-heartbeat")
+        self.ledger, self.run_row, self.lease, self.supervisor = ledger, run, lease, supervisor
+        self.stopped = threading.Event()
+        self.lost = False
+
+    def run(self) -> None:
+        last_ok = time.monotonic()
+        while not self.stopped.wait(self.lease / 3):
+            try:
+                alive = self.ledger.heartbeat(self.run_row.run_id, self.run_row.fence, self.lease)
+                if alive:
+                    last_ok = time.monotonic()
+            except LedgerError:
+                alive = time.monotonic() - last_ok < self.lease
+            if not alive:
+                self.lost = True
+                self.supervisor.request_stop(base.LEASE_LOST)
+                return
+
+    def stop(self) -> None:
+        self.stopped.set()
+        if self.is_alive():
+            self.join()

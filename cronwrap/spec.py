@@ -1,0 +1,256 @@
+"""``run``'s options, defined once, and the ``JobSpec`` they build.
+
+The option table below drives the lean ``run`` parser in cli.py, ``cronwrap run --help``, the
+man page and the documentation test: a new option is added here and nowhere else. Every option
+can also come from the environment as ``CRONWRAP_<NAME>`` (``--kill-after`` →
+``CRONWRAP_KILL_AFTER``). Precedence: command line > environment > built-in default.
+No I/O here except reading an ``--env-file``.
+"""
+
+from __future__ import annotations
+
+import re
+import signal as _signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from cronwrap.durations import parse_duration
+from cronwrap.errors import UsageError
+
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+ENV_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+# -- value parsers: (text, label) -> value ---------------------------------------------------
+
+def job_name(text: str, label: str) -> str:
+    if not NAME_RE.fullmatch(text):
+        raise UsageError(f"{label}: {text!r} is not a job name "
+                         "(letters, digits, '.', '_', '-'; starts with a letter or digit; at most 128)")
+    return text
+
+
+def host_name(text: str, label: str) -> str:
+    if not text or len(text) > 255 or any(c.isspace() or not c.isprintable() for c in text):
+        raise UsageError(f"{label}: {text!r} is not a host name (printable, no spaces, at most 255)")
+    return text
+
+
+def duration(text: str, label: str) -> float:
+    return parse_duration(text, label)
+
+
+def positive_duration(text: str, label: str) -> float:
+    value = parse_duration(text, label)
+    if value < 1:
+        raise UsageError(f"{label}: {text!r} is too short (at least 1s)")
+    return value
+
+
+def signal_number(text: str, label: str) -> int:
+    value = text.strip().upper()
+    if value.isdigit() and 0 < int(value) < _signal.NSIG:
+        return int(value)
+    name = value if value.startswith("SIG") else "SIG" + value
+    number = getattr(_signal.Signals, name, None) if name.isalnum() else None
+    if number is None:
+        raise UsageError(f"{label}: {text!r} is not a signal (examples: TERM, INT, HUP, KILL, 9)")
+    return int(number)
+
+
+def exit_code(text: str, label: str) -> int:
+    if not text.isdigit() or int(text) > 255:
+        raise UsageError(f"{label}: {text!r} is not an exit status (0-255)")
+    return int(text)
+
+
+def choice(*choices: str) -> Callable[[str, str], str]:
+    def parse(text: str, label: str) -> str:
+        if text not in choices:
+            raise UsageError(f"{label}: {text!r} is not one of {', '.join(choices)}")
+        return text
+    parse.choices = choices  # type: ignore[attr-defined]
+    return parse
+
+
+def path(text: str, label: str) -> Path:
+    if not text or "\0" in text:
+        raise UsageError(f"{label}: {text!r} is not a path")
+    return Path(text).expanduser()
+
+
+def ledger_url(text: str, label: str) -> str:
+    if text.startswith("sqlite:///") and len(text) > len("sqlite:///"):
+        return text
+    if text.startswith(("postgresql://", "postgres://")) or (" " not in text and "=" in text and
+                                                           text.split("=")[0].isidentifier()):
+        return text
+    raise UsageError(f"{label}: expected sqlite:///PATH or postgresql://… (got a value of "
+                     f"{len(text)} characters that is neither)")
+
+
+def flag(text: str, label: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise UsageError(f"{label}: {text!r} is not a boolean (1/0, true/false, yes/no)")
+
+
+# -- the table -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Option:
+    name: str  # long name without dashes; also the JobSpec field (with '-' -> '_')
+    help: str
+    group: str
+    parse: Callable[[str, str], Any] = flag
+    metavar: str | None = None  # None: a flag that takes no value
+    default: Any = None
+    short: str | None = None
+
+    @property
+    def attr(self) -> str:
+        return self.name.replace("-", "_")
+
+    @property
+    def env(self) -> str:
+        return "CRONWRAP_" + self.attr.upper()
+
+    @property
+    def is_flag(self) -> bool:
+        return self.metavar is None
+
+
+OUTPUT_MODES = ("passthrough", "on-failure", "quiet")
+OVERLAPS = ("skip", "wait", "replace", "allow")
+LOCKS = ("flock", "pid", "none")
+
+OPTIONS: tuple[Option, ...] = (
+    Option("name", "Job name (default: the command's basename without extension). "
+           "Letters, digits, '.', '_', '-'.", "Identity", job_name, "NAME", short="n"),
+    Option("host", "Host identity written to the ledger (default: the hostname).",
+           "Identity", host_name, "NAME"),
+    Option("overlap", "What to do while another run of this job is running: skip it, wait "
+           "for it, replace it (end it as a timeout would), or allow both.", "Overlap",
+           choice(*OVERLAPS), "skip|wait|replace|allow", "skip"),
+    Option("wait-timeout", "With --overlap wait: give up (and skip) after this long; 0 waits "
+           "forever.", "Overlap", duration, "DURATION", 0.0),
+    Option("lock", "Local lock: a kernel flock held for the job's whole life (released by the "
+           "kernel when every holder dies), a PID file checked by PID and start time, or none.",
+           "Overlap", choice(*LOCKS), "flock|pid|none", "flock"),
+    Option("lock-file", "Lock file path (default: NAME.lock in cronwrap's private lock "
+           "directory).", "Overlap", path, "PATH"),
+    Option("skip-exit-code", "Exit status when nothing ran because the job is running or the "
+           "slot is already claimed or done.", "Overlap", exit_code, "N", 0),
+    Option("timeout", "Hard timeout for the whole process tree; 0 means none.", "Timeout",
+           duration, "DURATION", 0.0),
+    Option("kill-after", "After the timeout signal, send KILL to whatever is left this much "
+           "later; 0 never sends KILL to the main process.", "Timeout", duration, "DURATION", 0.0),
+    Option("signal", "Signal sent at the timeout (name or number).", "Timeout", signal_number,
+           "SIG", int(_signal.SIGTERM), short="s"),
+    Option("preserve-status", "Exit with the job's own status even when it timed out "
+           "(instead of 124/137).", "Timeout", default=False),
+    Option("leave-orphans", "Leave descendants running when the main process exits (default: "
+           "end them as a timeout would, and log it).", "Timeout", default=False),
+    Option("force", "Run even if this slot already succeeded (for a person testing by hand).",
+           "Slots", default=False),
+    Option("db", "Ledger URL: sqlite:///PATH (default: the embedded ledger.db) or "
+           "postgresql://… for several hosts.", "Ledger", ledger_url, "URL"),
+    Option("lease", "Lease of a claimed slot; renewed every lease/3 while the job runs.",
+           "Ledger", positive_duration, "DURATION", 120.0),
+    Option("output", "passthrough: the job's output as it comes (default); on-failure: only "
+           "when the run did not succeed (like chronic); quiet: captured only.", "Output",
+           choice(*OUTPUT_MODES), "passthrough|on-failure|quiet", "passthrough"),
+    Option("log-dir", "Directory for the run log and captured output (default: logs/ in "
+           "cronwrap's state directory).", "Output", path, "DIR"),
+    Option("keep-logs", "Remove captured output and rotated run logs older than this.",
+           "Output", duration, "DURATION", 30 * 86400.0),
+    Option("env-file", "Read KEY=VALUE lines into the job's environment (for cron's short "
+           "PATH). Values are never logged.", "Environment", path, "PATH"),
+    Option("jitter", "Sleep a random time up to this long before starting, to spread load.",
+           "Environment", duration, "DURATION", 0.0),
+)
+BY_LONG = {o.name: o for o in OPTIONS}
+BY_SHORT = {o.short: o for o in OPTIONS if o.short}
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    command: list[str]
+    name: str
+    host: str
+    overlap: str = "skip"
+    wait_timeout: float = 0.0
+    lock: str = "flock"
+    lock_file: Path | None = None
+    skip_exit_code: int = 0
+    timeout: float = 0.0
+    kill_after: float = 0.0
+    signal: int = int(_signal.SIGTERM)
+    preserve_status: bool = False
+    leave_orphans: bool = False
+    force: bool = False
+    db: str | None = None
+    lease: float = 120.0
+    output: str = "passthrough"
+    log_dir: Path | None = None
+    keep_logs: float = 30 * 86400.0
+    env_file: Path | None = None
+    jitter: float = 0.0
+    env_extra: dict[str, str] = field(default_factory=dict, repr=False)  # never printed
+
+
+def build_spec(command: list[str], given: Mapping[str, str | bool], environ: Mapping[str, str],
+               default_host: Callable[[], str]) -> JobSpec:
+    """Merge command-line values (``given``, by option name) over ``CRONWRAP_*`` variables."""
+    values: dict[str, Any] = {}
+    for opt in OPTIONS:
+        if opt.name in given:
+            raw, label = given[opt.name], f"--{opt.name}"
+        elif opt.env in environ:
+            raw, label = environ[opt.env], opt.env
+        else:
+            continue
+        values[opt.attr] = raw if raw is True else opt.parse(str(raw), label)
+    if not command:
+        raise UsageError("run: no command given (usage: cronwrap run [OPTIONS] -- COMMAND [ARG…])")
+    values.setdefault("name", default_name(command))
+    values.setdefault("host", default_host())
+    if values.get("env_file"):
+        values["env_extra"] = read_env_file(values["env_file"])
+    return JobSpec(command=list(command), **values)
+
+
+def default_name(command: list[str]) -> str:
+    base = command[0].rstrip("/").rsplit("/", 1)[-1]
+    stem = base.split(".", 1)[0] if not base.startswith(".") else base
+    if not NAME_RE.fullmatch(stem):
+        raise UsageError(f"cannot derive a job name from {command[0]!r}: give -n NAME")
+    return stem
+
+
+def read_env_file(file: Path) -> dict[str, str]:
+    """KEY=VALUE lines; blank lines, ``#`` comments and a leading ``export`` are allowed."""
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise UsageError(f"--env-file {file}: {reason}") from None
+    env: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.removeprefix("export ").partition("=")
+        key = key.strip()
+        if not sep or not ENV_KEY_RE.fullmatch(key) or "\0" in value:
+            # the line may hold a secret: name the line, never echo it
+            raise UsageError(f"--env-file {file}:{number}: expected KEY=VALUE with KEY a variable name")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        env[key] = value
+    return env

@@ -1,0 +1,638 @@
+"""Run one job: spawn it, stream its output, and end its whole process tree like GNU ``timeout``.
+
+Why it is built this way (DESIGN.md section 6, "Killing a tree"):
+
+- The wrapper makes itself a child subreaper before spawning, so every orphan of the job
+  re-parents to the wrapper instead of PID 1. "The job" is then exactly "every descendant of
+  the wrapper", found by walking /proc — which catches grandchildren that called setsid(),
+  the ones ``os.killpg`` misses. A side effect to know about: while ``run()`` is supervising,
+  it reaps *every* child of the wrapper process, so the caller must not run other children of
+  its own at the same time.
+- One poll loop waits on the main process (a pidfd), the two output pipes and a self-pipe that
+  signals and ``request_stop()`` write to. Pipe EOF never decides that the job ended: a
+  grandchild that keeps stdout open must not delay a timeout.
+- Signals go through a pidfd opened after a start-time check, so a PID recycled between the
+  /proc walk and the kill is never hit.
+
+Only light stdlib modules are imported here; ``subprocess`` and ``ctypes`` are imported when a
+job is actually spawned, so that ``status`` and friends do not pay for them.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import math
+import os
+import select
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from cronwrap.errors import (
+    EXIT_KILLED,
+    EXIT_NOT_EXECUTABLE,
+    EXIT_NOT_FOUND,
+    EXIT_SIGNAL_BASE,
+    EXIT_TIMEOUT,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from subprocess import Popen
+
+# The signals an operator (or cron, or systemd) sends to the wrapper that belong to the job.
+FORWARDED_SIGNALS = (
+    signal.SIGTERM,
+    signal.SIGINT,
+    signal.SIGHUP,
+    signal.SIGQUIT,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+)
+
+_PR_SET_CHILD_SUBREAPER = 36
+_PIPE_SIZE = 1 << 20  # big pipe + big reads: ~1000 syscalls per GiB, no per-line work
+_READ_SIZE = 1 << 20
+# SIGCHLD only wakes the loop, so that orphans re-parented to us are reaped as they die and
+# cannot pile up as zombies while a long job runs.
+_WAKE_ONLY_SIGNALS = (signal.SIGCHLD,)
+_TICK = 0.01  # how often to look for leftovers while a tree is being ended
+_IDLE_TICK = 1.0  # reaping safety net when no SIGCHLD arrives (run() outside the main thread)
+_STOP_BYTE = b"\0"  # written to the self-pipe by request_stop(); no signal has number 0
+
+
+@dataclass(frozen=True)
+class JobProcess:
+    """The spawned main process; PID plus start time identify it even after the PID is reused."""
+
+    pid: int
+    start_time: int  # /proc/<pid>/stat field 22, clock ticks since boot
+
+
+@dataclass(frozen=True)
+class SuperviseSpec:
+    """What to run and how to end it."""
+
+    argv: list[str]  # exec'd directly, no shell; PATH is looked up in env["PATH"]
+    env: dict[str, str]
+    timeout: float = 0.0  # seconds, 0 = none
+    kill_after: float = 0.0  # seconds from first signal to KILL; 0 = never KILL the main process
+    signal: int = signal.SIGTERM  # first signal at timeout
+    leave_orphans: bool = False
+    cwd: str | None = None
+    pass_fds: tuple[int, ...] = ()  # e.g. the flock descriptor, so the job keeps the lock
+    orphan_grace: float = 5.0  # when kill_after is 0: leftovers' time between signal and KILL
+
+    def __post_init__(self) -> None:
+        if not self.argv:
+            raise ValueError("SuperviseSpec.argv is empty: there is no command to run")
+
+
+@dataclass
+class Outcome:
+    """How a supervised run ended."""
+
+    exit_code: int | None  # main process exit code if it exited
+    signal: int | None  # signal that ended the main process, if any
+    timed_out: bool
+    killed: bool  # KILL had to be sent to something because the first signal did not suffice
+    spawn_error: str | None  # "not found: foo" / "not executable: ./x"
+    duration: float  # seconds, monotonic, spawn -> main process reaped and tree gone
+    forwarded: list[int] = field(default_factory=list)  # signals forwarded to the job
+    orphans: int = 0  # leftovers found when the main process exited by itself
+    stop_reason: str | None = None  # set when request_stop() ended the job
+
+    def exit_status(self, preserve_status: bool = False) -> int:
+        """The status ``cronwrap run`` exits with (DESIGN.md 2.4, GNU ``timeout``)."""
+        if self.spawn_error is not None:
+            return self.exit_code if self.exit_code is not None else EXIT_NOT_EXECUTABLE
+        if self.timed_out and not preserve_status:
+            needed_kill = self.killed or self.signal == signal.SIGKILL
+            return EXIT_KILLED if needed_kill else EXIT_TIMEOUT
+        if self.signal is not None:
+            return EXIT_SIGNAL_BASE + self.signal
+        return self.exit_code if self.exit_code is not None else EXIT_SIGNAL_BASE
+
+
+class Supervisor:
+    """Supervises one run of ``spec``; ``run()`` once, ``request_stop()`` from any thread."""
+
+    def __init__(
+        self,
+        spec: SuperviseSpec,
+        on_output: Callable[[int, bytes], None],
+        on_spawn: Callable[[JobProcess], None] | None = None,
+    ) -> None:
+        self.spec = spec
+        self._on_output = on_output
+        self._on_spawn = on_spawn
+        self._stop_lock = threading.Lock()
+        self._stop_reason: str | None = None
+        self._wakeup_write: int | None = None  # guarded by _stop_lock
+        self._reset_run_state()
+
+    def _reset_run_state(self) -> None:
+        self._proc: Popen[bytes] | None = None
+        self._pidfd: int | None = None
+        self._main_pid = 0
+        self._main_status: int | None = None
+        self._pipes: dict[int, int] = {}  # read end -> the job's fd number (1 or 2)
+        self._ending = False  # the first signal went to the tree
+        self._kill_at: float | None = None
+        self._escalating = False  # KILL until nothing is left
+        self._done = False
+        self._timed_out = False
+        self._stop_handled = False
+        self._stopped_by_request = False
+        self._killed = False
+        self._orphans = 0
+        self._forwarded: list[int] = []
+
+    # ---- public -------------------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        """Run the job to the end of its whole tree. Call from the main thread."""
+        wakeup_read, wakeup_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        with self._stop_lock:
+            self._wakeup_write = wakeup_write
+        try:
+            with _SignalsToPipe(wakeup_write):
+                return self._run_with_wakeup(wakeup_read)
+        finally:
+            with self._stop_lock:
+                self._wakeup_write = None
+            os.close(wakeup_read)
+            os.close(wakeup_write)
+
+    def request_stop(self, reason: str) -> None:
+        """End the whole tree as a timeout would (the first reason wins). Thread-safe."""
+        with self._stop_lock:
+            if self._stop_reason is None:
+                self._stop_reason = reason
+            if self._wakeup_write is not None:
+                try:
+                    os.write(self._wakeup_write, _STOP_BYTE)
+                except BlockingIOError:
+                    pass  # the pipe is full, so the loop wakes anyway and sees the reason
+
+    # ---- one run ------------------------------------------------------------------------
+
+    def _run_with_wakeup(self, wakeup_read: int) -> Outcome:
+        self._reset_run_state()
+        started = time.monotonic()
+        spawn_failure = self._spawn()
+        if spawn_failure is not None:
+            spawn_failure.duration = time.monotonic() - started
+            return spawn_failure
+        try:
+            if self._on_spawn is not None:
+                self._on_spawn(JobProcess(self._main_pid, _start_time(self._main_pid) or 0))
+            self._check_stop_request()  # request_stop() may have come before the spawn
+            self._supervise(wakeup_read, started)
+        except BaseException:
+            self._abort()
+            raise
+        finally:
+            self._close_job_fds()
+        return self._outcome(time.monotonic() - started)
+
+    def _spawn(self) -> Outcome | None:
+        """Start the job; an Outcome only when it could not be executed."""
+        _become_subreaper()
+        out_read, out_write = _output_pipe()
+        err_read, err_write = _output_pipe()
+        self._pipes = {out_read: 1, err_read: 2}
+        try:
+            self._proc = _popen(self.spec, out_write, err_write)
+        except OSError as exc:
+            self._close_job_fds()
+            return _spawn_failure(self.spec, exc)
+        except BaseException:
+            self._close_job_fds()
+            raise
+        finally:
+            os.close(out_write)
+            os.close(err_write)
+        self._main_pid = self._proc.pid
+        try:
+            self._pidfd = os.pidfd_open(self._main_pid)
+        except OSError:
+            self._pidfd = None  # old kernel or seccomp: fall back to ticking waitpid()
+        return None
+
+    def _supervise(self, wakeup_read: int, started: float) -> None:
+        poller = select.poll()
+        for fd in (*self._pipes, wakeup_read, self._pidfd):
+            if fd is not None:
+                poller.register(fd, select.POLLIN)
+        deadline = started + self.spec.timeout if self.spec.timeout > 0 else None
+        while not self._done:
+            for fd, _events in poller.poll(self._poll_timeout_ms(deadline)):
+                if fd == wakeup_read:
+                    self._handle_wakeups(wakeup_read)
+                elif fd in self._pipes:
+                    self._pass_output(fd, poller)
+            if deadline is not None and time.monotonic() >= deadline and not self._ending:
+                self._on_timeout()
+            self._advance()
+            if self._main_status is not None and self._pidfd is not None:
+                poller.unregister(self._pidfd)  # it stays readable forever once the main exited
+                os.close(self._pidfd)
+                self._pidfd = None
+        self._drain_output()
+
+    def _poll_timeout_ms(self, deadline: float | None) -> int:
+        """Milliseconds until the next thing to do, if no fd becomes ready first."""
+        now = time.monotonic()
+        waits = [_IDLE_TICK]
+        if deadline is not None and not self._ending:
+            waits.append(deadline - now)
+        if self._kill_at is not None and not self._escalating:
+            waits.append(self._kill_at - now)
+        if self._main_status is not None or self._escalating or self._pidfd is None:
+            waits.append(_TICK)  # leftovers are not our pidfd: look for them regularly
+        return max(0, math.ceil(min(waits) * 1000))
+
+    def _advance(self) -> None:
+        """Reap, escalate when it is time, and notice when the tree is gone."""
+        if self._kill_at is not None and time.monotonic() >= self._kill_at:
+            self._escalating = True
+        main_was_running = self._main_status is None
+        children_left = self._reap_children()
+        if main_was_running and self._main_status is not None:
+            children_left = self._on_main_exit(children_left)
+        if self._main_status is None:
+            if self._escalating:
+                self._kill_remaining()
+            return
+        if not children_left:
+            self._done = True
+        elif self._escalating:
+            self._kill_remaining()
+
+    def _on_main_exit(self, children_left: bool) -> bool:
+        """Decide what happens to what the main process left behind; False when nothing is."""
+        if not children_left:
+            return False
+        if self._ending:
+            # A timeout with kill_after 0 never KILLs the main process (GNU), but once it has
+            # gone, its leftovers get orphan_grace like any other leftovers.
+            self._schedule_kill(self.spec.kill_after or self.spec.orphan_grace)
+            return True
+        self._orphans = len(_live_descendants())
+        if self.spec.leave_orphans:
+            self._done = True
+            return False
+        self._begin_ending(self.spec.kill_after or self.spec.orphan_grace)
+        return True
+
+    def _on_timeout(self) -> None:
+        self._timed_out = True
+        self._begin_ending(self.spec.kill_after)
+
+    def _check_stop_request(self) -> None:
+        if self._stop_reason is None or self._stop_handled:
+            return
+        self._stop_handled = True
+        # The stop "ended the job" only if nothing else (timeout, leftovers) had begun to.
+        if not self._ending and self._main_status is None:
+            self._stopped_by_request = True
+        # Unlike a timeout, a stop must end the job: with kill_after 0 it gets orphan_grace.
+        self._begin_ending(self.spec.kill_after or self.spec.orphan_grace)
+
+    # ---- signals ------------------------------------------------------------------------
+
+    def _handle_wakeups(self, wakeup_read: int) -> None:
+        try:
+            wakeups = os.read(wakeup_read, 4096)
+        except BlockingIOError:
+            return
+        for number in wakeups:
+            if number in FORWARDED_SIGNALS:
+                self._forwarded.append(number)
+                self._signal_tree(number)
+        self._check_stop_request()
+
+    def _begin_ending(self, grace: float) -> None:
+        """First signal to the tree, then KILL after ``grace`` (0 = no KILL scheduled)."""
+        if not self._ending:
+            self._ending = True
+            first = self.spec.signal
+            # A stopped process cannot act on TERM; GNU timeout sends CONT after it as well.
+            wake = () if first in (signal.SIGKILL, signal.SIGCONT) else (signal.SIGCONT,)
+            self._signal_tree(first, *wake)
+        self._schedule_kill(grace)
+
+    def _schedule_kill(self, grace: float) -> None:
+        if grace > 0 and self._kill_at is None:
+            self._kill_at = time.monotonic() + grace
+
+    def _signal_tree(self, *signums: int) -> None:
+        """Send each signal to the job's process group and to every descendant, once each.
+
+        The walk comes first and the group kill second, so that a process forked in between
+        still gets the signal through its group; members of the group are skipped in the walk
+        because a job that traps TERM must see it once, not twice.
+        """
+        descendants = _live_descendants()
+        group = self._main_pid if self._main_status is None else None
+        for signum in signums:
+            if group is not None:
+                # The main process is not reaped yet, so its PID (the group id) cannot be reused.
+                _ignore_gone(os.killpg, group, signum)
+            for pid, pgid, start_time in descendants:
+                if pgid != group:
+                    _send_signal(pid, start_time, signum)
+
+    def _kill_remaining(self) -> None:
+        descendants = _live_descendants()
+        if self._main_status is None:
+            _ignore_gone(os.killpg, self._main_pid, signal.SIGKILL)
+        for pid, _pgid, start_time in descendants:
+            _send_signal(pid, start_time, signal.SIGKILL)
+        if descendants:
+            self._killed = True
+
+    # ---- processes ----------------------------------------------------------------------
+
+    def _reap_children(self) -> bool:
+        """Reap every zombie child; True while some child of the wrapper is still alive."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return False
+            if pid == 0:
+                return True
+            if pid == self._main_pid and self._main_status is None:
+                self._main_status = status
+                if self._proc is not None:
+                    # Tell Popen it is reaped, or its __del__ would waitpid() a recycled PID.
+                    self._proc.returncode = os.waitstatus_to_exitcode(status)
+
+    def _abort(self) -> None:
+        """Something in the wrapper failed mid-run: never leave the job running unsupervised."""
+        for _ in range(1000):
+            self._escalating = True
+            self._kill_remaining()
+            if not self._reap_children():
+                return
+            time.sleep(_TICK / 10)
+
+    # ---- output -------------------------------------------------------------------------
+
+    def _pass_output(self, fd: int, poller: select.poll) -> None:
+        data = os.read(fd, _READ_SIZE)
+        if data:
+            self._on_output(self._pipes[fd], data)
+            return
+        poller.unregister(fd)
+        os.close(fd)
+        del self._pipes[fd]
+
+    def _drain_output(self) -> None:
+        """Pass on what is already in the pipes, then close them.
+
+        The tree is gone, so the buffered data ends in EOF — unless leave_orphans kept a writer
+        alive, which may hold the pipe forever: never wait for more than is readable now.
+        """
+        while self._pipes:
+            ready = select.poll()
+            for fd in self._pipes:
+                ready.register(fd, select.POLLIN)
+            events = ready.poll(0)
+            if not events:
+                break
+            for fd, _events in events:
+                self._pass_output(fd, ready)
+        self._close_job_fds()
+
+    def _close_job_fds(self) -> None:
+        for fd in self._pipes:
+            os.close(fd)
+        self._pipes = {}
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+    def _outcome(self, duration: float) -> Outcome:
+        status = self._main_status
+        exited = status is not None and os.WIFEXITED(status)
+        signaled = status is not None and os.WIFSIGNALED(status)
+        return Outcome(
+            exit_code=os.WEXITSTATUS(status) if exited else None,
+            signal=os.WTERMSIG(status) if signaled else None,
+            timed_out=self._timed_out,
+            killed=self._killed,
+            spawn_error=None,
+            duration=duration,
+            forwarded=list(self._forwarded),
+            orphans=self._orphans,
+            stop_reason=self._stop_reason if self._stopped_by_request else None,
+        )
+
+
+def supervise(
+    spec: SuperviseSpec,
+    on_output: Callable[[int, bytes], None],
+    on_spawn: Callable[[JobProcess], None] | None = None,
+) -> Outcome:
+    """Run ``spec`` under a fresh Supervisor (see there)."""
+    return Supervisor(spec, on_output, on_spawn).run()
+
+
+# ---- signal handlers ---------------------------------------------------------------------
+
+
+class _SignalsToPipe:
+    """While active, forwarded signals and SIGCHLD write their number to ``wakeup_write``.
+
+    Outside the main thread Python cannot install handlers; the job then still runs, it just
+    gets no forwarded signals.
+    """
+
+    def __init__(self, wakeup_write: int) -> None:
+        self._wakeup_write = wakeup_write
+        self._previous_handlers: dict[int, object] = {}
+        self._previous_wakeup: int | None = None
+
+    def __enter__(self) -> None:
+        try:
+            self._previous_wakeup = signal.set_wakeup_fd(
+                self._wakeup_write, warn_on_full_buffer=False
+            )
+        except ValueError:
+            return  # not the main thread
+        for signum in (*FORWARDED_SIGNALS, *_WAKE_ONLY_SIGNALS):
+            self._previous_handlers[signum] = signal.signal(signum, _note_signal)
+
+    def __exit__(self, *exc_info: object) -> None:
+        for signum, handler in self._previous_handlers.items():
+            if handler is not None:  # None: a handler set outside Python, which cannot be restored
+                signal.signal(signum, handler)  # type: ignore[arg-type]
+        if self._previous_wakeup is not None:
+            signal.set_wakeup_fd(self._previous_wakeup)
+
+
+def _note_signal(signum: int, frame: object) -> None:
+    """The wakeup fd already carries the signal number to the poll loop; nothing to do here."""
+
+
+# ---- spawning ----------------------------------------------------------------------------
+
+
+def _become_subreaper() -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(code)}")
+
+
+def _output_pipe() -> tuple[int, int]:
+    read_end, write_end = os.pipe2(os.O_CLOEXEC)
+    try:
+        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+    except OSError:
+        pass  # over /proc/sys/fs/pipe-max-size or the user's pipe quota: the default still works
+    return read_end, write_end
+
+
+def _popen(spec: SuperviseSpec, stdout: int, stderr: int) -> Popen[bytes]:
+    import subprocess
+
+    def start(argv: list[str]) -> Popen[bytes]:
+        return subprocess.Popen(
+            argv,
+            stdout=stdout,
+            stderr=stderr,
+            env=spec.env,
+            cwd=spec.cwd,
+            close_fds=True,
+            pass_fds=spec.pass_fds,
+            start_new_session=True,
+            restore_signals=True,
+        )
+
+    try:
+        return start(spec.argv)
+    except OSError as exc:
+        if exc.errno != errno.ENOEXEC:
+            raise
+        # execvp(3) runs a script without a "#!" line with /bin/sh; so does GNU timeout.
+        script = _find_executable(spec.argv[0], spec.env.get("PATH", os.defpath))
+        if script is None:
+            raise
+        return start(["/bin/sh", script, *spec.argv[1:]])
+
+
+def _find_executable(name: str, path: str) -> str | None:
+    if "/" in name:
+        return name
+    for directory in path.split(os.pathsep):
+        candidate = os.path.join(directory or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _spawn_failure(spec: SuperviseSpec, exc: OSError) -> Outcome:
+    command = spec.argv[0]
+    if spec.cwd is not None and exc.filename == spec.cwd:
+        code, message = EXIT_NOT_EXECUTABLE, f"cannot change directory to {spec.cwd}: {exc.strerror}"
+    elif isinstance(exc, FileNotFoundError):
+        code, message = EXIT_NOT_FOUND, f"not found: {command}"
+    elif isinstance(exc, PermissionError):
+        code, message = EXIT_NOT_EXECUTABLE, f"not executable: {command}"
+    else:
+        code, message = EXIT_NOT_EXECUTABLE, f"not executable: {command} ({exc.strerror})"
+    return Outcome(
+        exit_code=code,
+        signal=None,
+        timed_out=False,
+        killed=False,
+        spawn_error=message,
+        duration=0.0,
+    )
+
+
+# ---- /proc ------------------------------------------------------------------------------
+
+
+def _read_stat(pid: int | str) -> tuple[int, int, bytes, int] | None:
+    """(ppid, pgid, state, start_time) of a process, or None when it is gone."""
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    # The command name (field 2) is in parentheses and may itself contain ") ".
+    fields = data[data.rindex(b")") + 2 :].split()
+    return int(fields[1]), int(fields[2]), fields[0], int(fields[19])
+
+
+def _start_time(pid: int) -> int | None:
+    stat = _read_stat(pid)
+    return None if stat is None else stat[3]
+
+
+def _live_descendants(root: int | None = None) -> list[tuple[int, int, int]]:
+    """(pid, pgid, start_time) of every live (non-zombie) descendant of ``root`` (default: us).
+
+    A /proc walk, not psutil: cheaper to import and to run, and it sees processes that called
+    setsid() or were re-parented to us as subreaper, because it follows parent links only.
+    """
+    root = os.getpid() if root is None else root
+    children: dict[int, list[int]] = {}
+    stats: dict[int, tuple[int, int, bytes, int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (stat := _read_stat(name)) is not None:
+            stats[int(name)] = stat
+            children.setdefault(stat[0], []).append(int(name))
+    found = []
+    pending = list(children.get(root, ()))
+    while pending:
+        pid = pending.pop()
+        ppid, pgid, state, start_time = stats[pid]
+        if state != b"Z":
+            found.append((pid, pgid, start_time))
+        pending.extend(children.get(pid, ()))
+    return found
+
+
+def _send_signal(pid: int, start_time: int, signum: int) -> None:
+    """Signal ``pid`` only if it is still the process that was seen (same start time)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    except OSError:
+        # No pidfds here: a PID reuse between the check and the kill is a far smaller risk
+        # than leaving a process of the job running.
+        if _start_time(pid) == start_time:
+            _ignore_gone(os.kill, pid, signum)
+        return
+    try:
+        if _start_time(pid) == start_time:
+            _ignore_gone(signal.pidfd_send_signal, pidfd, signum)
+    finally:
+        os.close(pidfd)
+
+
+def _ignore_gone(send: Callable[[int, int], None], target: int, signum: int) -> None:
+    # ESRCH: the process ended between the /proc walk and the kill. EPERM: it exec'd a
+    # set-uid program we may not signal; nothing more can be done about it from here.
+    try:
+        send(target, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+

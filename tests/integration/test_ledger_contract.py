@@ -1,0 +1,226 @@
+"""The ledger contract (DESIGN §3), run on every back end with one injected clock."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from cronwrap.ledger import base
+from cronwrap.ledger.base import ClaimRequest, Finish, JobInfo
+
+T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
+_pids = itertools.count(1000)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = T0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def backend(request, tmp_path):
+    return request.param
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def ledger(backend, clock, tmp_path, request):
+    if backend == "sqlite":
+        from cronwrap.ledger.sqlite import SqliteLedger
+
+        led = SqliteLedger(tmp_path / "ledger.db", clock=clock)
+    elif backend == "memory":
+        from cronwrap.ledger.sqlite import SqliteLedger
+
+        led = SqliteLedger(None, clock=clock)
+    else:
+        from cronwrap.ledger.postgres import PostgresLedger
+
+        led = PostgresLedger(request.getfixturevalue("pg_dsn"), clock=clock)
+    yield led
+    led.close()
+
+
+def req(key="k1", job="settle", host="h1", **kw) -> ClaimRequest:
+    defaults = dict(job=JobInfo(job), run_key=key, scheduled_at=datetime.fromtimestamp(T0, timezone.utc),
+                    trigger="schedule", host=host, pid=next(_pids), pid_start=1, lease=60.0)
+    defaults.update(kw)
+    return ClaimRequest(**defaults)
+
+
+def done(status="succeeded", code=0) -> Finish:
+    return Finish(status=status, duration_ms=5, exit_code=code, signal=None, timed_out=False,
+                  error_tail="tail", log_path=None)
+
+
+def test_first_claim_runs_with_attempt_1_and_fence_1(ledger):
+    claim = ledger.claim(req())
+    assert claim.run is not None and claim.skip_reason is None
+    assert (claim.run.status, claim.run.attempt, claim.run.fence) == ("running", 1, 1)
+    assert claim.run.locked_until - claim.run.started_at == timedelta(seconds=60)
+
+
+def test_same_slot_twice_is_a_duplicate(ledger):
+    first = ledger.claim(req())
+    second = ledger.claim(req(host="h2"))
+    assert second.run is None and second.skip_reason == base.DUPLICATE
+    assert second.blocking.run_id == first.run.run_id
+
+
+def test_live_run_of_another_slot_means_overlap_skip_recorded(ledger):
+    running = ledger.claim(req("k1")).run
+    claim = ledger.claim(req("k2"))
+    assert claim.skip_reason == base.OVERLAP and claim.blocking.run_id == running.run_id
+    row = ledger.runs("settle")[0]
+    assert (row.run_key, row.status, row.skip_reason) == ("k2", "skipped", "overlap")
+
+
+def test_overlap_allowed_runs_both(ledger):
+    ledger.claim(req("k1"))
+    assert ledger.claim(req("k2", overlap_skip=False)).run is not None
+
+
+def test_skipped_slot_is_claimable_later(ledger):
+    first = ledger.claim(req("k1")).run
+    ledger.claim(req("k2"))
+    ledger.finish(first.run_id, first.fence, done())
+    again = ledger.claim(req("k2"))
+    assert again.run is not None and again.run.run_key == "k2"
+
+
+def test_finish_needs_the_claims_fence(ledger):
+    run = ledger.claim(req()).run
+    assert not ledger.finish(run.run_id, run.fence + 1, done())
+    assert ledger.finish(run.run_id, run.fence, done())
+    assert not ledger.finish(run.run_id, run.fence, done("failed", 1))  # already finished
+    row = ledger.get_run("settle", run.run_id)
+    assert (row.status, row.exit_code, row.error_tail) == ("succeeded", 0, "tail")
+
+
+def test_heartbeat_extends_the_lease(ledger, clock):
+    run = ledger.claim(req()).run
+    clock.advance(50)
+    assert ledger.heartbeat(run.run_id, run.fence, 60)
+    clock.advance(50)  # 100 s after the claim: alive only thanks to the heartbeat
+    assert ledger.claim(req(host="h2")).skip_reason == base.DUPLICATE
+    assert not ledger.heartbeat(run.run_id, run.fence + 1, 60)
+
+
+def test_expired_lease_is_taken_over_and_fences_the_old_runner(ledger, clock):
+    old = ledger.claim(req()).run
+    clock.advance(61)
+    assert ledger.runs("settle")[0].shown_status(datetime.fromtimestamp(clock.t, timezone.utc)) == "abandoned"
+    claim = ledger.claim(req(host="h2"))
+    assert claim.took_over and claim.run.attempt == 2 and claim.run.fence > old.fence
+    assert claim.run.host == "h2"
+    assert not ledger.heartbeat(old.run_id, old.fence, 60)
+    assert not ledger.finish(old.run_id, old.fence, done())
+    assert ledger.finish(claim.run.run_id, claim.run.fence, done("failed", 3))
+    assert ledger.get_run("settle", old.run_id).exit_code == 3
+
+
+def test_this_hosts_dead_wrapper_is_abandoned_at_once(ledger):
+    dead = ledger.claim(req("k1", host="h1")).run
+    gone = lambda pid, start: pid == dead.pid  # noqa: E731
+    other = ledger.claim(req("k2", host="h1", is_gone=gone)).run
+    assert other is not None  # the dead wrapper's run no longer counts as an overlap
+    ledger.finish(other.run_id, other.fence, done())
+    claim = ledger.claim(req("k1", host="h1", is_gone=gone))
+    assert claim.took_over and claim.run.attempt == 2
+
+
+def test_another_hosts_process_is_not_judged_locally(ledger):
+    ledger.claim(req("k1", host="h1"))
+    claim = ledger.claim(req("k2", host="h2", is_gone=lambda pid, start: True))
+    assert claim.skip_reason == base.OVERLAP
+
+
+def test_succeeded_slot_runs_again_only_with_force(ledger):
+    run = ledger.claim(req()).run
+    ledger.finish(run.run_id, run.fence, done())
+    assert ledger.claim(req()).skip_reason == base.DUPLICATE
+    forced = ledger.claim(req(force=True))
+    assert forced.run.attempt == 2 and forced.run.fence == run.fence + 1
+
+
+def test_failed_slot_is_retryable_by_attempts_or_by_hand(ledger):
+    run = ledger.claim(req()).run
+    ledger.finish(run.run_id, run.fence, done("failed", 1))
+    assert ledger.claim(req()).skip_reason == base.DUPLICATE
+    retry = ledger.claim(req(max_attempts=3)).run
+    assert retry.attempt == 2
+    ledger.finish(retry.run_id, retry.fence, done("timeout", 124))
+    manual = ledger.claim(req(trigger="manual")).run
+    assert manual.attempt == 3 and manual.trigger == "manual"
+
+
+def test_live_lease_is_never_stolen_even_with_force(ledger):
+    ledger.claim(req())
+    assert ledger.claim(req(force=True, host="h2")).skip_reason == base.DUPLICATE
+
+
+def test_record_skip_records_a_new_slot_or_reports_the_duplicate(ledger):
+    assert ledger.record_skip(req("k1"), base.OVERLAP).skip_reason == base.OVERLAP
+    row = ledger.runs("settle")[0]
+    assert (row.status, row.skip_reason) == ("skipped", "overlap")
+    assert ledger.record_skip(req("k1"), base.OVERLAP).skip_reason == base.DUPLICATE
+
+
+def test_fence_strictly_increases_across_slots_and_hosts(ledger, clock):
+    fences = []
+    for i in range(5):
+        run = ledger.claim(req(f"k{i}", host=f"h{i % 3}")).run
+        fences.append(run.fence)
+        ledger.finish(run.run_id, run.fence, done())
+    assert fences == sorted(set(fences)) and len(fences) == 5
+
+
+def test_fences_are_per_job(ledger):
+    a = ledger.claim(req("k", job="a")).run
+    b = ledger.claim(req("k", job="b")).run
+    assert a.fence == b.fence == 1
+
+
+def test_runs_newest_first_and_summaries(ledger, clock):
+    for i, status in enumerate(["succeeded", "failed", "timeout"]):
+        run = ledger.claim(req(f"k{i}")).run
+        clock.advance(1)
+        ledger.finish(run.run_id, run.fence, done(status, i))
+    runs = ledger.runs("settle")
+    assert [r.run_key for r in runs] == ["k2", "k1", "k0"]
+    assert [r.run_key for r in ledger.runs("settle", limit=1)] == ["k2"]
+    since = datetime.fromtimestamp(T0 - 10, timezone.utc)
+    (summary,) = ledger.summaries(since)
+    assert summary.job == "settle" and summary.last_run.run_key == "k2"
+    assert summary.counts == {"succeeded": 1, "failed": 1, "timeout": 1}
+    assert summary.last_success_at == datetime.fromtimestamp(T0 + 1, timezone.utc)
+    assert ledger.summaries(since, ["other"]) == []
+    later = datetime.fromtimestamp(T0 + 3600, timezone.utc)
+    assert ledger.summaries(later)[0].counts == {}
+
+
+def test_unlock_expires_running_leases(ledger):
+    run = ledger.claim(req()).run
+    (released,) = ledger.unlock("settle")
+    assert released.run_id == run.run_id
+    claim = ledger.claim(req(host="h2"))
+    assert claim.took_over and claim.run.attempt == 2
+
+
+def test_names_with_quotes_and_unicode_are_plain_data(ledger):
+    job = "o'brien\"; DROP TABLE runs; --ü"
+    run = ledger.claim(req("k'1", job=job)).run
+    assert ledger.get_run(job, run.run_id).job == job
+    assert ledger.summaries(datetime.fromtimestamp(0, timezone.utc))[0].job == job

@@ -1,0 +1,428 @@
+"""cronwrap.supervise against real processes: exit statuses, timeouts, tree kill, forwarding.
+
+Every job is a small shell or Python script. Timing assertions are generous bounds only
+("ended within kill_after + 2 s"); the precise budgets are measured by bench/, not here.
+Note that the pytest process becomes a child subreaper the first time a job is supervised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from cronwrap.supervise import JobProcess, Outcome, SuperviseSpec, Supervisor, supervise
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = dict(os.environ)
+SLACK = 2.0  # seconds of slack on every "it ended in time" bound
+
+
+class Captured:
+    """An on_output that keeps what each of the job's fds wrote."""
+
+    def __init__(self) -> None:
+        self.data = {1: bytearray(), 2: bytearray()}
+
+    def __call__(self, fd: int, chunk: bytes) -> None:
+        self.data[fd] += chunk
+
+    @property
+    def stdout(self) -> bytes:
+        return bytes(self.data[1])
+
+    @property
+    def stderr(self) -> bytes:
+        return bytes(self.data[2])
+
+
+def run_job(argv: list[str], **options: object) -> tuple[Outcome, Captured, float]:
+    captured = Captured()
+    started = time.monotonic()
+    outcome = supervise(SuperviseSpec(argv=argv, env=ENV, **options), captured)  # type: ignore[arg-type]
+    return outcome, captured, time.monotonic() - started
+
+
+def sh(script: str) -> list[str]:
+    return ["sh", "-c", script]
+
+
+def wait_for_file(path: Path, timeout: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text().strip()
+        time.sleep(0.01)
+    raise AssertionError(f"{path} was never written")
+
+
+def is_gone(pid: int) -> bool:
+    return not os.path.exists(f"/proc/{pid}")
+
+
+# ---- exit statuses ------------------------------------------------------------------------
+
+
+def test_exit_code_passes_through() -> None:
+    outcome, captured, _ = run_job(sh("echo out; echo err >&2; exit 33"))
+    assert (outcome.exit_code, outcome.signal, outcome.spawn_error) == (33, None, None)
+    assert outcome.exit_status() == 33
+    assert captured.stdout == b"out\n" and captured.stderr == b"err\n"
+    assert not outcome.timed_out and not outcome.killed and outcome.orphans == 0
+
+
+def test_command_not_found_is_127() -> None:
+    outcome, _, _ = run_job(["cronwrap-no-such-command-xyz", "arg"])
+    assert outcome.exit_status() == 127 and outcome.exit_code == 127 and outcome.signal is None
+    assert outcome.spawn_error == "not found: cronwrap-no-such-command-xyz"
+
+
+def test_not_executable_is_126(tmp_path: Path) -> None:
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o644)
+    outcome, _, _ = run_job([str(script)])
+    assert outcome.exit_status() == 126 and outcome.signal is None
+    assert outcome.spawn_error == f"not executable: {script}"
+
+
+def test_script_without_shebang_runs_with_sh_like_execvp(tmp_path: Path) -> None:
+    script = tmp_path / "job"
+    script.write_text("echo \"args: $*\"\nexit 7\n")
+    script.chmod(0o755)
+    outcome, captured, _ = run_job([str(script), "a", "b"])
+    assert outcome.exit_status() == 7 and captured.stdout == b"args: a b\n"
+
+
+def test_command_is_looked_up_in_the_jobs_path(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "settle").write_text("#!/bin/sh\necho settled in \"$PWD\"\n")
+    (bin_dir / "settle").chmod(0o755)
+    spec = SuperviseSpec(["settle"], {**ENV, "PATH": f"{bin_dir}:/usr/bin:/bin"}, cwd=str(tmp_path))
+    captured = Captured()
+    assert supervise(spec, captured).exit_status() == 0
+    assert captured.stdout == f"settled in {tmp_path}\n".encode()
+
+
+def test_death_by_signal_is_128_plus_n() -> None:
+    outcome, _, _ = run_job(sh("kill -USR1 $$; sleep 5"))
+    assert (outcome.exit_code, outcome.signal) == (None, signal.SIGUSR1)
+    assert outcome.exit_status() == 128 + signal.SIGUSR1
+    assert outcome.exit_status(preserve_status=True) == 128 + signal.SIGUSR1
+
+
+def test_on_spawn_gets_pid_and_start_time() -> None:
+    seen: list[JobProcess] = []
+
+    def on_spawn(job: JobProcess) -> None:
+        seen.append(job)
+        start_time = int(Path(f"/proc/{job.pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        assert job.start_time == start_time
+
+    outcome = supervise(SuperviseSpec(sh("sleep 0.2"), ENV), Captured(), on_spawn)
+    assert outcome.exit_status() == 0 and len(seen) == 1
+
+
+# ---- timeouts -----------------------------------------------------------------------------
+
+
+def test_timeout_with_a_job_that_obeys_term_is_124() -> None:
+    outcome, _, elapsed = run_job(["sleep", "100"], timeout=0.5, kill_after=5)
+    assert outcome.timed_out and not outcome.killed
+    assert outcome.signal == signal.SIGTERM
+    assert outcome.exit_status() == 124
+    assert outcome.exit_status(preserve_status=True) == 128 + signal.SIGTERM
+    assert 0.5 <= elapsed < 0.5 + SLACK
+
+
+def test_timeout_with_a_job_that_ignores_term_is_137_after_kill_after() -> None:
+    outcome, _, elapsed = run_job(sh("trap '' TERM; sleep 100"), timeout=0.5, kill_after=0.5)
+    assert outcome.timed_out and outcome.killed and outcome.signal == signal.SIGKILL
+    assert outcome.exit_status() == 137
+    assert outcome.exit_status(preserve_status=True) == 137
+    assert 1.0 <= elapsed < 1.0 + SLACK
+
+
+def test_timeout_sends_the_chosen_signal() -> None:
+    outcome, _, _ = run_job(["sleep", "100"], timeout=0.3, signal=signal.SIGINT)
+    assert outcome.signal == signal.SIGINT and outcome.exit_status() == 124
+
+
+def test_preserve_status_returns_the_jobs_own_status_after_a_timeout() -> None:
+    outcome, _, _ = run_job(sh("trap 'exit 5' TERM; while :; do sleep 0.05; done"), timeout=0.5)
+    assert outcome.timed_out and outcome.exit_code == 5
+    assert outcome.exit_status() == 124
+    assert outcome.exit_status(preserve_status=True) == 5
+
+
+def test_setsid_grandchild_is_gone_after_a_timeout(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    # setsid(1) leaves the job's session and process group, which os.killpg alone would miss.
+    outcome, _, _ = run_job(sh(f"setsid sleep 1000 & echo $! > {pid_file}; wait"), timeout=0.5)
+    grandchild = int(wait_for_file(pid_file))
+    assert outcome.exit_status() == 124
+    assert is_gone(grandchild)
+
+
+def test_python_setsid_grandchild_ignoring_term_is_killed(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    job = (
+        "import os, signal, sys, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        f"    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "    time.sleep(1000)\n"
+        "time.sleep(1000)\n"
+    )
+    outcome, _, elapsed = run_job([sys.executable, "-c", job], timeout=0.5, kill_after=0.5)
+    grandchild = int(wait_for_file(pid_file))
+    assert is_gone(grandchild)
+    assert outcome.timed_out and outcome.killed and outcome.exit_status() == 137
+    assert elapsed < 1.0 + SLACK
+
+
+def test_grandchild_holding_stdout_does_not_delay_the_timeout(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    # The main process dies at TERM at once; its grandchild keeps stdout open and ignores
+    # TERM. Waiting for pipe EOF would wait for the grandchild; the KILL at kill_after must not.
+    job = f"setsid sh -c 'trap \"\" TERM; echo $$ > {pid_file}; exec sleep 1000' & exec sleep 1000"
+    outcome, _, elapsed = run_job(sh(job), timeout=0.5, kill_after=1.0)
+    grandchild = int(wait_for_file(pid_file))
+    assert is_gone(grandchild)
+    assert outcome.signal == signal.SIGTERM and outcome.killed
+    assert outcome.exit_status() == 137
+    assert elapsed < 1.5 + SLACK
+
+
+# ---- leftovers ----------------------------------------------------------------------------
+
+
+def test_orphans_of_an_exited_shell_are_ended_and_counted(tmp_path: Path) -> None:
+    pid_file = tmp_path / "orphan.pid"
+    outcome, _, elapsed = run_job(sh(f"sleep 1000 & echo $! > {pid_file}; exit 0"))
+    orphan = int(wait_for_file(pid_file))
+    assert outcome.exit_status() == 0 and outcome.orphans == 1
+    assert not outcome.killed and not outcome.timed_out
+    assert is_gone(orphan)
+    assert elapsed < SLACK
+
+
+def test_orphan_ignoring_term_is_killed_after_orphan_grace(tmp_path: Path) -> None:
+    pid_file = tmp_path / "orphan.pid"
+    job = f"sh -c 'trap \"\" TERM; echo $$ > {pid_file}; exec sleep 1000' & sleep 0.2; exit 4"
+    outcome, _, elapsed = run_job(sh(job), orphan_grace=0.5)
+    assert is_gone(int(wait_for_file(pid_file)))
+    assert outcome.orphans == 1 and outcome.killed
+    assert outcome.exit_status() == 4  # leftovers do not change the job's own status
+    assert 0.5 <= elapsed < 0.7 + SLACK
+
+
+def test_leave_orphans_leaves_them_running_and_does_not_wait_for_their_stdout(
+    tmp_path: Path,
+) -> None:
+    pid_file = tmp_path / "orphan.pid"
+    outcome, captured, elapsed = run_job(
+        sh(f"sleep 1000 & echo $! > {pid_file}; echo done"), leave_orphans=True
+    )
+    orphan = int(wait_for_file(pid_file))
+    try:
+        assert outcome.exit_status() == 0 and outcome.orphans == 1
+        assert captured.stdout == b"done\n"
+        assert elapsed < SLACK  # the orphan still holds stdout open
+        assert not is_gone(orphan)
+    finally:
+        os.kill(orphan, signal.SIGKILL)
+        os.waitpid(orphan, 0)  # we are its subreaper, so it is ours to reap
+
+
+def test_orphans_that_die_while_the_job_runs_are_reaped_at_once() -> None:
+    zombies_seen: list[int] = []
+
+    def count_zombie_children(fd: int, chunk: bytes) -> None:
+        if b"orphans died" in chunk:
+            zombies_seen.append(len(zombie_children()))
+
+    job = "for i in 1 2 3 4 5 6 7 8 9 10; do (true &); done; sleep 0.5; echo orphans died; sleep 0.2"
+    outcome = supervise(SuperviseSpec(sh(job), ENV), count_zombie_children)
+    assert outcome.exit_status() == 0 and zombies_seen == [0]
+
+
+def zombie_children() -> list[int]:
+    me = os.getpid()
+    zombies = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] == "Z" and int(fields[1]) == me:
+            zombies.append(int(name))
+    return zombies
+
+
+# ---- output -------------------------------------------------------------------------------
+
+
+def test_binary_bytes_pass_through_exactly() -> None:
+    every_byte = bytes(range(256))
+    job = (
+        "import sys\n"
+        "sys.stdout.buffer.write(bytes(range(256)))\n"
+        "sys.stderr.buffer.write(bytes(reversed(range(256))))\n"
+    )
+    outcome, captured, _ = run_job([sys.executable, "-c", job])
+    assert outcome.exit_status() == 0
+    assert captured.stdout == every_byte
+    assert captured.stderr == every_byte[::-1]
+
+
+def test_large_output_arrives_complete_with_bounded_memory(tmp_path: Path) -> None:
+    block = tmp_path / "block"
+    block.write_bytes(os.urandom(10 * 1024 * 1024))
+    copies = 20  # 200 MiB in all
+    expected = hashlib.sha256()
+    block_bytes = block.read_bytes()
+    for _ in range(copies):
+        expected.update(block_bytes)
+    del block_bytes
+
+    received = hashlib.sha256()
+    sizes = {1: 0, 2: 0}
+
+    def on_output(fd: int, chunk: bytes) -> None:
+        sizes[fd] += len(chunk)
+        if fd == 1:
+            received.update(chunk)
+
+    outcome = supervise(SuperviseSpec(["cat", *[str(block)] * copies], ENV), on_output)
+    assert outcome.exit_status() == 0
+    assert sizes == {1: copies * 10 * 1024 * 1024, 2: 0}
+    assert received.hexdigest() == expected.hexdigest()
+    max_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    assert max_rss_mb < 100
+
+
+def test_pass_fds_hands_a_descriptor_to_the_job_and_no_other() -> None:
+    read_end, write_end = os.pipe()
+    os.set_inheritable(read_end, True)  # even an inheritable descriptor is not passed unasked
+    try:
+        job = [
+            sys.executable,
+            "-c",
+            f"import os; os.write({write_end}, b'handed'); os.fstat({read_end})",
+        ]
+        spec = SuperviseSpec(job, ENV, pass_fds=(write_end,))
+        captured = Captured()
+        assert supervise(spec, captured).exit_status() == 1
+        assert b"Bad file descriptor" in captured.stderr
+        os.close(write_end)
+        write_end = -1
+        assert os.read(read_end, 100) == b"handed"
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+
+
+# ---- stopping and signals -----------------------------------------------------------------
+
+
+def test_request_stop_from_a_thread_ends_a_job_that_ignores_term(tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    supervisor = Supervisor(
+        SuperviseSpec(sh(f"trap '' TERM; echo 1 > {ready}; sleep 1000"), ENV, orphan_grace=0.5),
+        Captured(),
+    )
+
+    def lose_the_lease() -> None:
+        wait_for_file(ready)
+        supervisor.request_stop("lease_lost")
+
+    heartbeat = threading.Thread(target=lose_the_lease)
+    heartbeat.start()
+    started = time.monotonic()
+    outcome = supervisor.run()
+    heartbeat.join()
+    assert outcome.stop_reason == "lease_lost"
+    assert not outcome.timed_out and outcome.killed and outcome.signal == signal.SIGKILL
+    assert time.monotonic() - started < 0.5 + SLACK + 1
+
+
+def test_stop_reason_is_unset_when_the_job_ends_by_itself() -> None:
+    outcome, _, _ = run_job(["true"])
+    assert outcome.stop_reason is None and outcome.forwarded == []
+
+
+HELPER = """
+import json, os, sys
+sys.path.insert(0, {repo!r})
+from cronwrap.supervise import SuperviseSpec, supervise
+outcome = supervise(SuperviseSpec(sys.argv[1:], dict(os.environ)), lambda fd, data: None)
+print(json.dumps({{"status": outcome.exit_status(), "forwarded": outcome.forwarded}}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("job", "status"),
+    [
+        ("trap 'exit 3' TERM; echo 1 > {ready}; while :; do sleep 0.05; done", 3),
+        ("echo 1 > {ready}; sleep 1000; exit 0", 128 + signal.SIGTERM),
+    ],
+    ids=["job-traps-term", "job-dies-of-term"],
+)
+def test_term_sent_to_the_wrapper_is_forwarded_to_the_job(
+    tmp_path: Path, job: str, status: int
+) -> None:
+    ready = tmp_path / "ready"
+    helper = tmp_path / "helper.py"
+    helper.write_text(HELPER.format(repo=str(REPO)))
+    wrapper = subprocess.Popen(
+        [sys.executable, str(helper), "sh", "-c", job.format(ready=ready)],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        wait_for_file(ready)
+        os.kill(wrapper.pid, signal.SIGTERM)
+        stdout, _ = wrapper.communicate(timeout=10)
+    finally:
+        wrapper.kill()
+        wrapper.wait()
+    assert wrapper.returncode == 0
+    assert json.loads(stdout) == {"status": status, "forwarded": [signal.SIGTERM]}
+
+
+def test_signal_handlers_are_restored_after_run() -> None:
+    def handler(signum: int, frame: object) -> None:
+        pass
+
+    previous = signal.signal(signal.SIGUSR1, handler)
+    try:
+        watched = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD)
+        before = {signum: signal.getsignal(signum) for signum in watched}
+        run_job(["true"])
+        assert signal.getsignal(signal.SIGUSR1) is handler
+        assert {signum: signal.getsignal(signum) for signum in before} == before
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+
+
+def test_no_descriptor_or_zombie_is_left_behind() -> None:
+    before = sorted(os.listdir("/proc/self/fd"))
+    run_job(["true"])
+    run_job(["cronwrap-no-such-command-xyz"])
+    run_job(["sleep", "100"], timeout=0.2)
+    run_job(sh("sleep 1000 & exit 0"))
+    assert sorted(os.listdir("/proc/self/fd")) == before
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # no child of ours is left, not even a zombie
