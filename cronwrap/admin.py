@@ -9,8 +9,10 @@ import time
 from datetime import datetime, timezone
 from typing import List, Optional
 
-import click
 import typer
+
+# typer 0.29 vendors click (pinned in pyproject.toml: its exception classes moved between releases)
+from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
 from cronwrap.errors import EXIT_CRONWRAP, CronwrapError, UsageError
 
@@ -27,11 +29,14 @@ SINCE_HELP = "Window for counts and history, a duration (e.g. 7d, 12h)."
 def app(args: list[str]) -> int:
     try:
         result = cli(args, standalone_mode=False, prog_name="cronwrap")
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         return 130
-    except click.ClickException as exc:
+    except NoArgsIsHelpError as exc:
+        sys.stdout.write(exc.format_message() + "\n")
+        return 0
+    except ClickException as exc:
         sys.stderr.write(f"cronwrap: {exc.format_message()} (see cronwrap --help)\n")
         return EXIT_CRONWRAP
     return result if isinstance(result, int) else 0

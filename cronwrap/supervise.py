@@ -2,8 +2,8 @@
 
 Why it is built this way (DESIGN.md section 6, "Killing a tree"):
 
-- The wrapper makes itself a child subreaper before spawning, so every orphan of the job
-  re-parents to the wrapper instead of PID 1. "The job" is then exactly "every descendant of
+- The wrapper makes itself a child subreaper for the length of ``run()``, so every orphan of
+  the job re-parents to the wrapper instead of PID 1. "The job" is then exactly "every descendant of
   the wrapper", found by walking /proc — which catches grandchildren that called setsid(),
   the ones ``os.killpg`` misses. A side effect to know about: while ``run()`` is supervising,
   it reaps *every* child of the wrapper process, so the caller must not run other children of
@@ -54,6 +54,7 @@ FORWARDED_SIGNALS = (
 )
 
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
 _PIPE_SIZE = 1 << 20  # big pipe + big reads: ~1000 syscalls per GiB, no per-line work
 _READ_SIZE = 1 << 20
 # SIGCHLD only wakes the loop, so that orphans re-parented to us are reaped as they die and
@@ -159,7 +160,7 @@ class Supervisor:
         with self._stop_lock:
             self._wakeup_write = wakeup_write
         try:
-            with _SignalsToPipe(wakeup_write):
+            with _SignalsToPipe(wakeup_write), _Subreaper():
                 return self._run_with_wakeup(wakeup_read)
         finally:
             with self._stop_lock:
@@ -201,7 +202,6 @@ class Supervisor:
 
     def _spawn(self) -> Outcome | None:
         """Start the job; an Outcome only when it could not be executed."""
-        _become_subreaper()
         out_read, out_write = _output_pipe()
         err_read, err_write = _output_pipe()
         self._pipes = {out_read: 1, err_read: 2}
@@ -384,22 +384,27 @@ class Supervisor:
 
     # ---- output -------------------------------------------------------------------------
 
-    def _pass_output(self, fd: int, poller: select.poll) -> None:
+    def _pass_output(self, fd: int, poller: select.poll) -> int:
+        """Pass one chunk on (closing the pipe at EOF); the number of bytes passed."""
         data = os.read(fd, _READ_SIZE)
         if data:
             self._on_output(self._pipes[fd], data)
-            return
+            return len(data)
         poller.unregister(fd)
         os.close(fd)
         del self._pipes[fd]
+        return 0
 
     def _drain_output(self) -> None:
         """Pass on what is already in the pipes, then close them.
 
         The tree is gone, so the buffered data ends in EOF — unless leave_orphans kept a writer
-        alive, which may hold the pipe forever: never wait for more than is readable now.
+        alive, which may hold the pipe forever: never wait for more than is readable now, and
+        stop after twice what a pipe can buffer, so that a writer that never stops cannot keep
+        the wrapper here.
         """
-        while self._pipes:
+        budget = 2 * _PIPE_SIZE * len(self._pipes)
+        while self._pipes and budget > 0:
             ready = select.poll()
             for fd in self._pipes:
                 ready.register(fd, select.POLLIN)
@@ -407,7 +412,7 @@ class Supervisor:
             if not events:
                 break
             for fd, _events in events:
-                self._pass_output(fd, ready)
+                budget -= self._pass_output(fd, ready)
         self._close_job_fds()
 
     def _close_job_fds(self) -> None:
@@ -484,13 +489,46 @@ def _note_signal(signum: int, frame: object) -> None:
 # ---- spawning ----------------------------------------------------------------------------
 
 
-def _become_subreaper() -> None:
+class _Subreaper:
+    """While active, orphans of the job re-parent to this process instead of PID 1.
+
+    The previous setting is restored afterwards, so that a long-lived caller (a test run, a
+    process that supervises several jobs one after the other) does not collect the orphans
+    of unrelated children between runs.
+    """
+
+    def __init__(self) -> None:
+        self._was_subreaper = False
+
+    def __enter__(self) -> None:
+        self._was_subreaper = _child_subreaper()
+        if not self._was_subreaper:
+            _set_child_subreaper(True)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if not self._was_subreaper:
+            _set_child_subreaper(False)
+
+
+def _prctl(option: int, arg: object) -> None:
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+    if libc.prctl(option, arg, 0, 0, 0) != 0:
         code = ctypes.get_errno()
-        raise OSError(code, f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(code)}")
+        raise OSError(code, f"prctl({option}): {os.strerror(code)}")
+
+
+def _child_subreaper() -> bool:
+    import ctypes
+
+    flag = ctypes.c_int(0)
+    _prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag))
+    return bool(flag.value)
+
+
+def _set_child_subreaper(on: bool) -> None:
+    _prctl(_PR_SET_CHILD_SUBREAPER, int(on))
 
 
 def _output_pipe() -> tuple[int, int]:

@@ -25,7 +25,7 @@ class Clock:
         self.t += seconds
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def backend(request, tmp_path):
     return request.param
 

@@ -2,7 +2,7 @@
 
 Every job is a small shell or Python script. Timing assertions are generous bounds only
 ("ended within kill_after + 2 s"); the precise budgets are measured by bench/, not here.
-Note that the pytest process becomes a child subreaper the first time a job is supervised.
+While a job is supervised, the pytest process is a child subreaper: orphans re-parent to it.
 """
 
 from __future__ import annotations
@@ -271,6 +271,27 @@ def zombie_children() -> list[int]:
     return zombies
 
 
+def test_leave_orphans_does_not_drain_an_orphan_that_never_stops_writing(tmp_path: Path) -> None:
+    pid_file = tmp_path / "orphan.pid"
+    first_chunks: list[bytes] = []
+
+    def keep_first_chunk(fd: int, chunk: bytes) -> None:
+        if not first_chunks:
+            first_chunks.append(chunk)
+
+    spec = SuperviseSpec(sh(f"yes & echo $! > {pid_file}; sleep 0.2; exit 0"), ENV, leave_orphans=True)
+    started = time.monotonic()
+    outcome = supervise(spec, keep_first_chunk)
+    orphan = int(wait_for_file(pid_file))
+    try:
+        assert outcome.exit_status() == 0 and outcome.orphans == 1
+        assert first_chunks[0].startswith(b"y\ny\n")
+        assert time.monotonic() - started < SLACK
+    finally:
+        os.kill(orphan, signal.SIGKILL)  # it may already have died of SIGPIPE
+        os.waitpid(orphan, 0)
+
+
 # ---- output -------------------------------------------------------------------------------
 
 
@@ -287,6 +308,21 @@ def test_binary_bytes_pass_through_exactly() -> None:
     assert captured.stderr == every_byte[::-1]
 
 
+LARGE_OUTPUT_HELPER = """
+import hashlib, json, os, resource, sys
+sys.path.insert(0, {repo!r})
+from cronwrap.supervise import SuperviseSpec, supervise
+digest, sizes = hashlib.sha256(), {{1: 0, 2: 0}}
+def on_output(fd, chunk):
+    sizes[fd] += len(chunk)
+    if fd == 1:
+        digest.update(chunk)
+outcome = supervise(SuperviseSpec(sys.argv[1:], dict(os.environ)), on_output)
+print(json.dumps({{"status": outcome.exit_status(), "stdout": sizes[1], "stderr": sizes[2],
+    "sha256": digest.hexdigest(), "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}}))
+"""
+
+
 def test_large_output_arrives_complete_with_bounded_memory(tmp_path: Path) -> None:
     block = tmp_path / "block"
     block.write_bytes(os.urandom(10 * 1024 * 1024))
@@ -297,20 +333,20 @@ def test_large_output_arrives_complete_with_bounded_memory(tmp_path: Path) -> No
         expected.update(block_bytes)
     del block_bytes
 
-    received = hashlib.sha256()
-    sizes = {1: 0, 2: 0}
-
-    def on_output(fd: int, chunk: bytes) -> None:
-        sizes[fd] += len(chunk)
-        if fd == 1:
-            received.update(chunk)
-
-    outcome = supervise(SuperviseSpec(["cat", *[str(block)] * copies], ENV), on_output)
-    assert outcome.exit_status() == 0
-    assert sizes == {1: copies * 10 * 1024 * 1024, 2: 0}
-    assert received.hexdigest() == expected.hexdigest()
-    max_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    assert max_rss_mb < 100
+    # In a process of its own, so that its peak RSS is the wrapper's, not pytest's.
+    helper = tmp_path / "helper.py"
+    helper.write_text(LARGE_OUTPUT_HELPER.format(repo=str(REPO)))
+    wrapper = subprocess.run(
+        [sys.executable, str(helper), "cat", *[str(block)] * copies],
+        stdout=subprocess.PIPE,
+        check=True,
+        timeout=60,
+    )
+    report = json.loads(wrapper.stdout)
+    assert report["status"] == 0
+    assert (report["stdout"], report["stderr"]) == (copies * 10 * 1024 * 1024, 0)
+    assert report["sha256"] == expected.hexdigest()
+    assert report["max_rss_kb"] < 100 * 1024
 
 
 def test_pass_fds_hands_a_descriptor_to_the_job_and_no_other() -> None:
@@ -417,12 +453,25 @@ def test_signal_handlers_are_restored_after_run() -> None:
         signal.signal(signal.SIGUSR1, previous)
 
 
-def test_no_descriptor_or_zombie_is_left_behind() -> None:
+def test_no_descriptor_zombie_or_subreaper_flag_is_left_behind() -> None:
     before = sorted(os.listdir("/proc/self/fd"))
     run_job(["true"])
     run_job(["cronwrap-no-such-command-xyz"])
     run_job(["sleep", "100"], timeout=0.2)
     run_job(sh("sleep 1000 & exit 0"))
+    run_job(sh("sleep 1000 & sleep 1000"), timeout=0.2)
     assert sorted(os.listdir("/proc/self/fd")) == before
-    with pytest.raises(ChildProcessError):
-        os.waitpid(-1, os.WNOHANG)  # no child of ours is left, not even a zombie
+    assert zombie_children() == []
+    # A long-lived caller must not keep collecting unrelated orphans between runs.
+    shell = subprocess.run(
+        sh("sleep 5 >/dev/null & echo $!"), stdout=subprocess.PIPE, text=True, check=True
+    )
+    orphan = int(shell.stdout)
+    try:
+        assert parent_of(orphan) != os.getpid()
+    finally:
+        os.kill(orphan, signal.SIGKILL)
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])

@@ -1,0 +1,261 @@
+"""Pure catch-up planning: a firing + its schedule + what the ledger knows + the policy
+become the runs to make and the slots to record (DESIGN §2.1 "Catch-up", issue 4).
+
+No clock and no I/O: ``now`` is an argument, the ledger's knowledge comes in as
+``last_seen`` and ``known_keys``, and the runner carries out the plan.
+
+Decisions recorded here (the spec is silent on them):
+
+* A firing that maps to no slot (host clock or ``--tz`` far off, an ``@reboot`` line, a
+  person running the job by hand) falls back to the most recent slot, with a warning. That
+  slot runs with trigger ``catchup`` whatever the policy: somebody did fire the job, and a
+  wrapper that stopped running a job because of a zone typo would be worse than one that
+  runs the right slot late. The ledger's unique run key still makes it once per slot.
+  Only when that slot is older than ``--catchup-window`` is it recorded ``skipped``
+  (``too_late``) instead.
+* Slots that share a run key (``--key %Y-%m-%d`` on an hourly schedule) are one slot: the
+  earliest of them inside the window stands for the key, since its firing would have
+  claimed it. A slot sharing the current slot's key is not missed.
+* The look-back is bounded: at most ``MAX_MARKS + max_catchup + 1`` distinct missed keys,
+  newest first, are considered; what lies beyond is counted (up to ``COUNT_LIMIT``) and
+  reported as "N older slots not listed", never recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date as Date
+from datetime import datetime, timedelta
+
+from cronwrap.durations import format_duration
+from cronwrap.errors import UsageError
+from cronwrap.schedule import (
+    DEFAULT_TOLERANCE,
+    Schedule,
+    parse_date,
+    parse_timestamp,
+    run_key,
+)
+
+POLICIES = ("none", "latest", "all")
+MAX_MARKS = 1000
+COUNT_LIMIT = 10_000
+
+
+@dataclass(frozen=True)
+class SlotState:
+    """What the ledger knows about a slot (status as stored: succeeded, failed, timeout,
+    killed, running, skipped, missed)."""
+
+    slot: datetime
+    run_key: str
+    status: str
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """A run to make: the slot it is for, its key, and ``schedule``/``catchup``/``manual``."""
+
+    slot: datetime
+    run_key: str
+    trigger: str
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A slot to record without running it: ``missed`` (reason None) or ``skipped``
+    with reason ``too_late``."""
+
+    slot: datetime
+    run_key: str
+    status: str
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Runs in the order to make them (catch-ups oldest first, then the firing's own slot),
+    slots to record, and warnings for the run log. ``skew_seconds`` is the firing's distance
+    from its slot (positive: late); ``matched`` is False when that was beyond the tolerance
+    and the plan fell back to the most recent slot: the runner should say so loudly."""
+
+    runs: list[PlannedRun]
+    marks: list[Mark]
+    warnings: list[str]
+    skew_seconds: float = 0.0
+    matched: bool = True
+
+
+@dataclass(frozen=True)
+class _Missed:
+    slot: datetime
+    run_key: str
+    too_late: bool
+
+
+def plan_firing(
+    schedule: Schedule,
+    now: datetime,
+    *,
+    key_template: str | None,
+    last_seen: datetime | None,
+    known_keys: set[str],
+    policy: str,
+    window: float,
+    max_catchup: int,
+    tolerance: timedelta = DEFAULT_TOLERANCE,
+) -> Plan:
+    """Plan one scheduled firing at ``now``.
+
+    ``last_seen`` is the last time the ledger saw this job (None: first invocation, which
+    never invents a backlog); ``known_keys`` the run keys the ledger already has a row for;
+    ``window`` the catch-up window in seconds (0 = unlimited; a slot exactly ``window``
+    old is still inside it).
+    """
+    window = _check(policy, window, max_catchup)
+    warnings: list[str] = []
+    slot, skew = schedule.slot_for_firing(now, tolerance)
+    trigger = "schedule"
+    if slot is None:
+        slot, trigger = schedule.prev_at_or_before(now), "catchup"
+        warnings.append(_off_slot_warning(schedule, now, slot, skew, tolerance))
+    key = run_key(slot, key_template)
+    runs, marks = [], []
+    if last_seen is not None:
+        runs, marks = _plan_backlog(schedule, now, slot, key, key_template, last_seen,
+                                    known_keys, policy, window, max_catchup, warnings)
+    if trigger == "catchup" and _too_late(now, slot, window):
+        warnings.append(f"slot {slot.isoformat()} is older than --catchup-window: not run")
+        if key not in known_keys:
+            marks.append(Mark(slot, key, "skipped", "too_late"))
+    else:
+        runs.append(PlannedRun(slot, key, trigger))
+    return Plan(runs, marks, warnings, skew, trigger == "schedule")
+
+
+def _check(policy: str, window: float | timedelta, max_catchup: int) -> float:
+    if policy not in POLICIES:
+        raise UsageError(f"--catchup: {policy!r} is not a policy (one of: none, latest, all)")
+    if isinstance(window, timedelta):
+        window = window.total_seconds()
+    if window < 0:
+        raise UsageError(f"--catchup-window: {window} is negative (0 means unlimited)")
+    if max_catchup < 0:
+        raise UsageError(f"--max-catchup: {max_catchup} is negative (example: 10)")
+    return float(window)
+
+
+def _too_late(now: datetime, slot: datetime, window: float) -> bool:
+    return window > 0 and (now - slot).total_seconds() > window
+
+
+def _off_slot_warning(schedule: Schedule, now: datetime, slot: datetime, skew: float,
+                      tolerance: timedelta) -> str:
+    direction = "after" if skew >= 0 else "before"
+    return (
+        f"this firing at {now.isoformat()} is {format_duration(abs(skew))} {direction} the"
+        f" nearest fire time of {schedule.expr!r} in {schedule.zone_name}, outside the"
+        f" {format_duration(tolerance.total_seconds())} tolerance: check this host's clock,"
+        f" the crontab line and --tz; using the most recent slot, {slot.isoformat()}"
+    )
+
+
+def _plan_backlog(schedule: Schedule, now: datetime, slot: datetime, key: str,
+                  key_template: str | None, last_seen: datetime, known_keys: set[str],
+                  policy: str, window: float, max_catchup: int,
+                  warnings: list[str]) -> tuple[list[PlannedRun], list[Mark]]:
+    """Catch-up runs and marks for the slots after ``last_seen`` and before ``slot``."""
+    budget = MAX_MARKS + max_catchup + 1
+    missed, unlisted = _missed_slots(schedule, now, slot, key, key_template, last_seen,
+                                     known_keys, window, budget)
+    in_window = [m for m in missed if not m.too_late]
+    runs, marks = _apply_policy(in_window, policy, max_catchup, warnings)
+    marks += [Mark(m.slot, m.run_key, "skipped", "too_late") for m in missed if m.too_late]
+    marks.sort(key=lambda mark: mark.slot)
+    if len(marks) > MAX_MARKS:
+        unlisted += len(marks) - MAX_MARKS
+        marks = marks[-MAX_MARKS:]
+    if unlisted:
+        many = "more than " if unlisted > COUNT_LIMIT else ""
+        warnings.append(f"{many}{min(unlisted, COUNT_LIMIT)} older slots not listed"
+                        " (neither run nor recorded)")
+    return runs, marks
+
+
+def _missed_slots(schedule: Schedule, now: datetime, slot: datetime, key: str,
+                  key_template: str | None, last_seen: datetime, known_keys: set[str],
+                  window: float, budget: int) -> tuple[list[_Missed], int]:
+    """Slots in (last_seen, slot) whose key the ledger does not know, one per key, oldest
+    first; and how many more lie beyond ``budget`` (counted up to COUNT_LIMIT + 1)."""
+    groups: dict[str, _Missed] = {}
+    slots = schedule.slots_between(last_seen, slot - timedelta(seconds=1), reverse=True)
+    for earlier in slots:
+        earlier_key = run_key(earlier, key_template)
+        if earlier_key == key or earlier_key in known_keys:
+            continue
+        late = _too_late(now, earlier, window)
+        group = groups.get(earlier_key)
+        if group is None and len(groups) >= budget:
+            return _oldest_first(groups), 1 + _count_unknown(slots, key_template, known_keys)
+        if group is None or group.too_late or not late:
+            # Walking backwards: an older slot with the same key takes over as its
+            # representative, unless it would drag an in-window key out of the window.
+            groups[earlier_key] = _Missed(earlier, earlier_key, late)
+    return _oldest_first(groups), 0
+
+
+def _oldest_first(groups: dict[str, _Missed]) -> list[_Missed]:
+    return sorted(groups.values(), key=lambda m: m.slot)
+
+
+def _count_unknown(slots: Iterator[datetime], key_template: str | None,
+                   known_keys: set[str]) -> int:
+    count = 0
+    for earlier in slots:
+        if run_key(earlier, key_template) not in known_keys:
+            count += 1
+            if count > COUNT_LIMIT:
+                break
+    return count
+
+
+def _apply_policy(missed: list[_Missed], policy: str, max_catchup: int,
+                  warnings: list[str]) -> tuple[list[PlannedRun], list[Mark]]:
+    """``none``: record all missed; ``latest``: run the newest; ``all``: run oldest first
+    up to ``max_catchup`` and record the rest as missed."""
+    if policy == "none":
+        chosen: list[_Missed] = []
+    elif policy == "latest":
+        chosen = missed[-1:]
+    else:
+        chosen = missed[:max_catchup]
+        if len(missed) > len(chosen):
+            warnings.append(
+                f"{len(missed) - len(chosen)} missed slots beyond --max-catchup {max_catchup}"
+                " are recorded as missed, not run"
+            )
+    runs = [PlannedRun(m.slot, m.run_key, "catchup") for m in chosen]
+    marks = [Mark(m.slot, m.run_key, "missed", None) for m in missed if m not in chosen]
+    return runs, marks
+
+
+def plan_manual(
+    schedule: Schedule,
+    *,
+    date: Date | str | None = None,
+    at: datetime | str | None = None,
+    key_template: str | None,
+) -> PlannedRun:
+    """The run of ``--date`` (the schedule's first fire time that day) or ``--at`` (a fire
+    time). Strings are parsed as the options are; the ledger decides whether the slot
+    already succeeded (``--force``)."""
+    if (date is None) == (at is None):
+        raise UsageError("--date/--at: give exactly one of them")
+    if date is not None:
+        day = parse_date(date) if isinstance(date, str) else date
+        slot = schedule.slot_on_date(day)
+    else:
+        when = parse_timestamp(at, schedule.zone) if isinstance(at, str) else at
+        slot = schedule.slot_at(when)
+    return PlannedRun(slot, run_key(slot, key_template), "manual")

@@ -1,0 +1,240 @@
+"""The shared ledger: PostgreSQL through psycopg 3, for several hosts carrying one crontab.
+
+This is the only module that imports psycopg (about 100 ms): the runner imports it only for a
+PostgreSQL URL. It holds persistence only; the claim protocol is ``SqlLedger``'s. Every driver
+error becomes a ``LedgerError`` here, and no message leaves this module with the password in it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterator
+
+import psycopg
+from psycopg import conninfo, errors
+from psycopg.rows import dict_row
+
+from cronwrap.errors import LedgerError
+from cronwrap.ledger import sql
+from cronwrap.ledger.sqlcore import SqlLedger
+
+SCHEMA_VERSION = 1
+# pg_advisory_xact_lock key for schema creation: the bytes of "cronwrap" as a bigint. Advisory
+# locks are per database, so two ledgers on one cluster never wait for each other.
+SCHEMA_LOCK = int.from_bytes(b"cronwrap", "big")
+STATEMENT_TIMEOUT_MS = 15_000  # a hung server or a held lock cannot hang a cron job forever
+CONNECT_HINT = "check --db / CRONWRAP_DB, or use --on-db-error run-unrecorded"
+# Session settings put before the operator's own ``options`` (the later -c wins), so a URL can
+# still raise statement_timeout. TimeZone=UTC: timestamptz values come back in UTC. A session
+# idle inside a transaction (its wrapper SIGSTOPped mid-claim) is ended so the job's row lock
+# does not block every other host.
+SESSION_OPTIONS = (f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c TimeZone=UTC "
+                   f"-c idle_in_transaction_session_timeout={STATEMENT_TIMEOUT_MS}")
+# Detect a vanished server (no RST, e.g. a partition) in ~30 s instead of the kernel's hours.
+TCP_SETTINGS = {"keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5",
+                "keepalives_count": "3", "tcp_user_timeout": "30000"}
+
+_URL_SCHEMES = ("postgresql://", "postgres://")
+_KV_PASSWORD = re.compile(r"(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*(?:'|$)|\S*)",
+                          re.IGNORECASE)
+_QUERY_PASSWORD = re.compile(r"([?&](?:ssl)?password=)[^&]*", re.IGNORECASE)
+
+
+def redact_dsn(dsn: str) -> str:
+    """``dsn`` with its password replaced by ``***``, in URL or key=value form.
+
+    In a URL the user info ends at the last ``@`` (a password holding a raw ``@`` is still
+    hidden whole: hiding too much beats showing part of it); ``?password=`` is hidden too.
+    """
+    if dsn.lower().startswith(_URL_SCHEMES):
+        scheme, _, rest = dsn.partition("://")
+        userinfo, at, hostpart = rest.rpartition("@")
+        if at and ":" in userinfo:
+            user = userinfo.partition(":")[0]
+            rest = f"{user}:***@{hostpart}"
+        return _QUERY_PASSWORD.sub(r"\1***", f"{scheme}://{rest}")
+    return _KV_PASSWORD.sub(r"\1***", dsn)
+
+
+def _passwords(dsn: str) -> list[str]:
+    """Every spelling of the password a driver message might echo: as written and as parsed."""
+    found = [os.environ.get("PGPASSWORD", "")]
+    try:
+        parsed = conninfo.conninfo_to_dict(dsn)
+        found += [parsed.get("password") or "", parsed.get("sslpassword") or ""]
+    except psycopg.Error:
+        pass
+    if dsn.lower().startswith(_URL_SCHEMES):
+        userinfo = dsn.partition("://")[2].rpartition("@")[0]
+        found.append(userinfo.partition(":")[2])
+    found += [m.group(2).strip("'") for m in _KV_PASSWORD.finditer(dsn)]
+    # The longest first, so a password containing another is not left half-replaced.
+    return sorted({p for p in found if p}, key=len, reverse=True)
+
+
+def scrub(text: str, dsn: str) -> str:
+    for password in _passwords(dsn):
+        text = text.replace(password, "***")
+    return text
+
+
+def _reason(exc: BaseException, dsn: str) -> str:
+    """The driver's message on one line, without libpq's preamble or the password."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    text = lines[0] if lines else type(exc).__name__
+    text = re.sub(r'^connection failed: ', "", text)
+    text = re.sub(r'^connection to server (at|on) .*?failed: ', "", text)
+    text = re.sub(r"^(FATAL|ERROR):\s+", "", text)
+    if text[:1].isupper() and text[1:2].islower():
+        text = text[0].lower() + text[1:]
+    return scrub(text, dsn)
+
+
+def _label(dsn: str) -> str:
+    """How messages name the ledger: the redacted DSN, or the PG* variables that stand for it."""
+    if dsn.strip():
+        return redact_dsn(dsn)
+    env = " ".join(f"{k}={os.environ[k]}" for k in ("PGHOST", "PGPORT", "PGDATABASE", "PGUSER")
+                   if os.environ.get(k))
+    return f"postgresql ({env or 'libpq defaults'})"
+
+
+class PostgresLedger(SqlLedger):
+    """``dsn``: a ``postgresql://`` URL or libpq key=value string; empty uses the PG* variables."""
+
+    def __init__(self, dsn: str, clock: Callable[[], float] | None = None,
+                 connect_timeout: float = 5) -> None:
+        super().__init__(sql.load("postgres"))
+        self.dsn = dsn
+        self.clock = clock
+        self.connect_timeout = connect_timeout
+        self.label = _label(dsn)
+        self.conn: psycopg.Connection | None = None
+        self._tx_now: datetime | None = None
+        self._connect()
+        self.migrate()
+
+    # -- connection ----------------------------------------------------------------------
+
+    def _conninfo(self) -> str:
+        try:
+            given = conninfo.conninfo_to_dict(self.dsn)
+        except psycopg.Error as exc:
+            raise self._error("invalid connection string", exc) from exc
+        theirs = given.get("options") or os.environ.get("PGOPTIONS", "")
+        params = {**TCP_SETTINGS, **given}
+        params["options"] = f"{SESSION_OPTIONS} {theirs}".strip()
+        # An operator's own connect_timeout / application_name (URL or PG* variable) wins.
+        # libpq counts whole seconds and treats anything below 2 as 2.
+        if "connect_timeout" not in given and not os.environ.get("PGCONNECT_TIMEOUT"):
+            params["connect_timeout"] = str(max(2, math.ceil(self.connect_timeout)))
+        if "application_name" not in given and not os.environ.get("PGAPPNAME"):
+            params["application_name"] = "cronwrap"
+        return conninfo.make_conninfo("", **params)
+
+    def _connect(self) -> None:
+        info = self._conninfo()
+        try:
+            self.conn = psycopg.connect(info, autocommit=False, row_factory=dict_row)
+        except psycopg.Error as exc:
+            raise self._error("cannot connect", exc, hint=CONNECT_HINT) from exc
+
+    def _error(self, what: str, exc: psycopg.Error, hint: str | None = None) -> LedgerError:
+        # The driver's exception stays chained for the debug log: scrub it as well.
+        exc.args = tuple(scrub(a, self.dsn) if isinstance(a, str) else a for a in exc.args)
+        message = f"ledger {self.label}: {what}: {_reason(exc, self.dsn)}"
+        return LedgerError(f"{message} ({hint})" if hint else message)
+
+    # -- schema --------------------------------------------------------------------------
+
+    def migrate(self) -> int:
+        """Bring the schema to ``SCHEMA_VERSION``; returns the version found before.
+
+        The usual case is one round trip that finds the schema current. Otherwise the
+        migrations run in one transaction under an advisory lock, so many hosts starting at
+        once create the schema once, and a waiter re-reads the version its predecessor wrote.
+        """
+        found = self._current_version()
+        if found is not None and found >= SCHEMA_VERSION:
+            return found
+        with self._tx() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            self._exec(cur, "create_meta")
+            row = self._one(cur, "schema_version")
+            version = int(row["value"]) if row else 0
+            for number in range(version + 1, SCHEMA_VERSION + 1):
+                cur.execute(self.q[f"migration_{number}"])
+                self._exec(cur, "set_schema_version", version=str(number))
+        return found or 0
+
+    def _current_version(self) -> int | None:
+        """The recorded schema version; None when cronwrap_meta does not exist yet."""
+        try:
+            with self._tx(write=False) as cur:
+                row = self._one(cur, "schema_version")
+        except LedgerError as exc:
+            if isinstance(exc.__cause__, errors.UndefinedTable):
+                return None
+            raise
+        return int(row["value"]) if row else 0
+
+    # -- dialect hooks -------------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self, write: bool) -> Iterator[Any]:
+        self._tx_now = None
+        try:
+            if self.conn is None or self.conn.closed:
+                self._connect()  # the previous connection broke: a heartbeat reconnects
+            conn = self.conn
+            try:
+                yield conn.cursor()
+            except BaseException:
+                if not conn.closed:
+                    conn.rollback()
+                raise
+            conn.commit()
+        except psycopg.Error as exc:
+            if self.conn is not None and self.conn.broken:
+                self.conn.close()
+            raise self._error("query failed", exc) from exc
+
+    def _exec(self, cur: psycopg.Cursor, name: str, **params: Any) -> None:
+        cur.execute(self.q[name], params or None)
+
+    def _fetchone(self, cur: psycopg.Cursor) -> dict | None:
+        return cur.fetchone()
+
+    def _fetchall(self, cur: psycopg.Cursor) -> list[dict]:
+        return cur.fetchall()
+
+    def _db_now(self, cur: psycopg.Cursor) -> datetime:
+        """The injected clock, or the server's ``now()`` (the transaction's start, constant
+        within it), fetched once per transaction and pipelined with its BEGIN."""
+        if self.clock is not None:
+            return datetime.fromtimestamp(self.clock(), timezone.utc)
+        if self._tx_now is None:
+            with cur.connection.pipeline():
+                cur.execute("SELECT now() AS now")
+            self._tx_now = cur.fetchone()["now"]
+        return self._tx_now
+
+    def _to_db(self, t: datetime | None) -> datetime | None:
+        return t
+
+    def _from_db(self, value: Any) -> datetime | None:
+        return None if value is None else value.astimezone(timezone.utc)
+
+    def _lease(self, seconds: float) -> float:
+        return float(seconds)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except psycopg.Error as exc:
+                raise self._error("close failed", exc) from exc

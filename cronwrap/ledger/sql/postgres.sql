@@ -1,0 +1,145 @@
+-- The PostgreSQL dialect of the ledger: the blocks of sqlite.sql, same names, same semantics.
+-- Times are timestamptz; parameters are %(name)s (so a literal percent sign must be doubled).
+-- Every block is one statement, except migrations (run as scripts).
+--
+-- Tables are prefixed (cronwrap_jobs, cronwrap_runs, cronwrap_meta), not bare jobs/runs:
+-- operators point cronwrap at a database it shares with other software, where "jobs" is a
+-- likely name already. They live in the first schema of the connection's search_path; an
+-- operator who wants a schema of its own sets it in the URL (options=-c search_path=cronwrap).
+
+-- name: create_meta
+CREATE TABLE IF NOT EXISTS cronwrap_meta (
+  key text PRIMARY KEY,
+  value text NOT NULL
+)
+
+-- name: schema_version
+SELECT value FROM cronwrap_meta WHERE key = 'schema_version'
+
+-- name: set_schema_version
+INSERT INTO cronwrap_meta (key, value) VALUES ('schema_version', %(version)s)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value
+
+-- name: migration_1
+CREATE TABLE IF NOT EXISTS cronwrap_jobs (
+  name text PRIMARY KEY,
+  schedule text,
+  tz text,
+  key_template text,
+  settings text,
+  fence bigint NOT NULL DEFAULT 0,
+  first_seen timestamptz NOT NULL,
+  last_seen timestamptz NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cronwrap_runs (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  job text NOT NULL REFERENCES cronwrap_jobs (name),
+  run_key text NOT NULL,
+  scheduled_at timestamptz,
+  trigger text NOT NULL,
+  status text NOT NULL,
+  skip_reason text,
+  attempts integer NOT NULL DEFAULT 0,
+  host text,
+  pid integer,
+  pid_start bigint,
+  locked_by text,
+  locked_until timestamptz,
+  fence bigint,
+  started_at timestamptz,
+  finished_at timestamptz,
+  duration_ms bigint,
+  exit_code integer,
+  signal integer,
+  timed_out boolean NOT NULL DEFAULT false,
+  error_tail text,
+  log_path text,
+  created_at timestamptz NOT NULL,
+  UNIQUE (job, run_key)
+);
+-- last_run, runs_of_job: newest runs of a job.
+CREATE INDEX IF NOT EXISTS cronwrap_runs_job_id ON cronwrap_runs (job, id);
+-- last_success, and running_of_job on every claim (step 2).
+CREATE INDEX IF NOT EXISTS cronwrap_runs_job_status_id ON cronwrap_runs (job, status, id);
+-- counts: an index-only scan per job over the --since window, which keeps `status` over a
+-- million runs within its budget.
+CREATE INDEX IF NOT EXISTS cronwrap_runs_job_created ON cronwrap_runs (job, created_at, status);
+
+-- name: upsert_job
+-- Step 1 of the claim: ON CONFLICT DO UPDATE row-locks the job until commit, and a concurrent
+-- first INSERT of the same name waits on the primary key for the same lock, so claims of one
+-- job are serialised without a separate SELECT ... FOR UPDATE. Later statements of the
+-- transaction (READ COMMITTED) see what the previous holder committed.
+INSERT INTO cronwrap_jobs (name, schedule, tz, key_template, first_seen, last_seen)
+VALUES (%(job)s, %(schedule)s, %(tz)s, %(key_template)s, %(now)s, %(now)s)
+ON CONFLICT (name) DO UPDATE SET
+  schedule = excluded.schedule, tz = excluded.tz,
+  key_template = excluded.key_template, last_seen = excluded.last_seen
+
+-- name: running_of_job
+SELECT * FROM cronwrap_runs WHERE job = %(job)s AND status = 'running' ORDER BY id
+
+-- name: expire_lease
+UPDATE cronwrap_runs SET locked_until = %(now)s WHERE id = %(id)s AND status = 'running'
+
+-- name: insert_run
+INSERT INTO cronwrap_runs (job, run_key, scheduled_at, trigger, status, skip_reason, host,
+                           created_at)
+VALUES (%(job)s, %(run_key)s, %(scheduled_at)s, %(trigger)s, %(status)s, %(skip_reason)s,
+        %(host)s, %(now)s)
+ON CONFLICT (job, run_key) DO NOTHING
+RETURNING *
+
+-- name: run_by_key
+SELECT * FROM cronwrap_runs WHERE job = %(job)s AND run_key = %(run_key)s
+
+-- name: next_fence
+UPDATE cronwrap_jobs SET fence = fence + 1 WHERE name = %(job)s RETURNING fence
+
+-- name: claim_run
+UPDATE cronwrap_runs SET
+  status = 'running', trigger = %(trigger)s, scheduled_at = %(scheduled_at)s,
+  skip_reason = NULL, attempts = attempts + 1, host = %(host)s, pid = %(pid)s,
+  pid_start = %(pid_start)s, locked_by = %(host)s,
+  locked_until = %(now)s + make_interval(secs => %(lease)s::float8), fence = %(fence)s,
+  started_at = %(now)s, finished_at = NULL, duration_ms = NULL, exit_code = NULL,
+  signal = NULL, timed_out = false, error_tail = NULL, log_path = NULL
+WHERE id = %(id)s
+RETURNING *
+
+-- name: heartbeat
+UPDATE cronwrap_runs SET locked_until = %(now)s + make_interval(secs => %(lease)s::float8)
+WHERE id = %(id)s AND fence = %(fence)s AND status = 'running'
+
+-- name: finish
+UPDATE cronwrap_runs SET
+  status = %(status)s, skip_reason = %(skip_reason)s, finished_at = %(now)s,
+  duration_ms = %(duration_ms)s, exit_code = %(exit_code)s, signal = %(signal)s,
+  timed_out = %(timed_out)s, error_tail = %(error_tail)s, log_path = %(log_path)s,
+  locked_until = NULL
+WHERE id = %(id)s AND fence = %(fence)s AND status = 'running'
+
+-- name: runs_of_job
+SELECT * FROM cronwrap_runs WHERE job = %(job)s AND created_at >= %(since)s
+ORDER BY id DESC LIMIT %(limit)s
+
+-- name: run_by_id
+SELECT * FROM cronwrap_runs WHERE job = %(job)s AND id = %(id)s
+
+-- name: jobs
+SELECT * FROM cronwrap_jobs ORDER BY name
+
+-- name: last_run
+SELECT * FROM cronwrap_runs WHERE job = %(job)s ORDER BY id DESC LIMIT 1
+
+-- name: last_success
+SELECT finished_at FROM cronwrap_runs WHERE job = %(job)s AND status = 'succeeded'
+ORDER BY id DESC LIMIT 1
+
+-- name: counts
+SELECT status, count(*) AS n FROM cronwrap_runs WHERE job = %(job)s AND created_at >= %(since)s
+GROUP BY status
+
+-- name: unlock
+UPDATE cronwrap_runs SET locked_until = %(now)s WHERE job = %(job)s AND status = 'running'
+RETURNING *
