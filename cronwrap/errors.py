@@ -6,8 +6,6 @@ Exit statuses follow coreutils ``timeout`` (124-127) and the Nagios plugin conve
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 EXIT_OK = 0
 EXIT_TIMEOUT = 124
 EXIT_CRONWRAP = 125
@@ -25,7 +23,7 @@ CHECK_UNKNOWN = 3
 class CronwrapError(Exception):
     """Root of every error cronwrap reports to a person; ``exit_code`` is the exit status."""
 
-    exit_code: ClassVar[int] = EXIT_CRONWRAP
+    exit_code: int = EXIT_CRONWRAP  # a class attribute: each subclass names its status
 
 
 class UsageError(CronwrapError):

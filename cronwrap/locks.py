@@ -16,21 +16,19 @@ import fcntl
 import os
 import signal
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from cronwrap import procs
 from cronwrap.paths import open_private
+from cronwrap.record import Record
 
 POLL = 0.05
 
 
-@dataclass(frozen=True)
-class Holder:
-    pid: int
-    start: int
-    job_pid: int
-    job_start: int
+class Holder(Record):
+    """Who holds a lock: the wrapper and its job, each by PID and start time."""
+
+    __slots__ = ("pid", "start", "job_pid", "job_start")
 
     def alive(self) -> bool:
         return procs.is_alive(self.pid, self.start) or procs.is_alive(self.job_pid, self.job_start)

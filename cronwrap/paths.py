@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from cronwrap.record import Record
 from pathlib import Path
 
 from cronwrap.errors import PathError
@@ -18,11 +18,10 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
-@dataclass(frozen=True)
-class Dirs:
-    state: Path  # holds ledger.db and the outbox
-    logs: Path
-    locks: Path
+class Dirs(Record):
+    """state holds ledger.db and the outbox; logs the run log and captured output."""
+
+    __slots__ = ("state", "logs", "locks")
 
     @property
     def ledger_file(self) -> Path:

@@ -17,9 +17,12 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 from cronwrap.paths import ensure_private_dir, open_private
+from cronwrap.record import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 EVENTS_FILE = "events.jsonl"
 EVENTS_MAX_BYTES = 16 * 1024 * 1024

@@ -8,11 +8,9 @@ only after the finish is recorded (so ``--overlap replace`` sees the old run's r
 from __future__ import annotations
 
 import os
-import random
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from cronwrap.errors import EXIT_CRONWRAP, LedgerError
 from cronwrap.ledger import base
 from cronwrap.ledger.base import Claim, ClaimRequest, Finish, JobInfo, Run
 from cronwrap.paths import Dirs, check_parent, ensure_private_dir, resolve_dirs
+from cronwrap.record import Record
 from cronwrap.runlog import EventLog, OutputCapture, output_path, prune_event_logs, prune_outputs
 from cronwrap.spec import JobSpec
 
@@ -28,11 +27,10 @@ FINISH_RETRIES = 3
 WAIT_POLL = 1.0
 
 
-@dataclass(frozen=True)
-class Slot:
-    run_key: str
-    scheduled_at: datetime
-    trigger: str
+class Slot(Record):
+    """The slot a firing acts for: its run key, its original time, and why it runs."""
+
+    __slots__ = ("run_key", "scheduled_at", "trigger")
 
 
 def minute_slot(now: float) -> Slot:
@@ -41,7 +39,8 @@ def minute_slot(now: float) -> Slot:
     return Slot(start.strftime("%Y-%m-%dT%H:%M:%SZ"), start, "schedule")
 
 
-def open_ledger(url: str | None, dirs: Dirs) -> base.Ledger:
+def open_ledger(url: str | None, dirs: Dirs, exiting: bool = False) -> base.Ledger:
+    """exiting: the process exits right after (a cron firing): skip SQLite's close-time checkpoint."""
     if url and not url.startswith("sqlite:///"):
         from cronwrap.ledger.postgres import PostgresLedger  # psycopg only for PostgreSQL
 
@@ -53,7 +52,7 @@ def open_ledger(url: str | None, dirs: Dirs) -> base.Ledger:
         check_parent(file)
     else:
         file = ensure_private_dir(dirs.state) / "ledger.db"
-    return SqliteLedger(file)
+    return SqliteLedger(file, checkpoint_on_close=not exiting)
 
 
 class Invocation:
@@ -97,9 +96,11 @@ class Invocation:
 def run(spec: JobSpec, environ: dict[str, str], now: float | None = None) -> int:
     inv = Invocation(spec, environ, time.time() if now is None else now)
     slot = minute_slot(inv.now)
-    ledger = open_ledger(spec.db, inv.dirs)
+    ledger = open_ledger(spec.db, inv.dirs, exiting=True)
     try:
         if spec.jitter > 0:
+            import random
+
             time.sleep(random.uniform(0, spec.jitter))
         lock = take_lock(inv)
         if lock is False:

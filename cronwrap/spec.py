@@ -9,23 +9,35 @@ No I/O here except reading an ``--env-file``.
 
 from __future__ import annotations
 
-import re
 import signal as _signal
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
 
 from cronwrap.durations import parse_duration
 from cronwrap.errors import UsageError
+from cronwrap.record import TYPE_CHECKING, Record
 
-NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-ENV_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping
+
+# Checked by hand rather than with re: compiling patterns is import time on every firing.
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_NAME_CHARS = _ALNUM | frozenset("._-")
+_ENV_CHARS = _ALNUM | frozenset("_")
+
+
+def valid_name(text: str) -> bool:
+    """``[A-Za-z0-9][A-Za-z0-9._-]{0,127}``: a job name, safe as a file name."""
+    return 0 < len(text) <= 128 and text[0] in _ALNUM and _NAME_CHARS.issuperset(text)
+
+
+def valid_env_key(text: str) -> bool:
+    return bool(text) and not text[0].isdigit() and _ENV_CHARS.issuperset(text)
 
 
 # -- value parsers: (text, label) -> value ---------------------------------------------------
 
 def job_name(text: str, label: str) -> str:
-    if not NAME_RE.fullmatch(text):
+    if not valid_name(text):
         raise UsageError(f"{label}: {text!r} is not a job name "
                          "(letters, digits, '.', '_', '-'; starts with a letter or digit; at most 128)")
     return text
@@ -101,15 +113,12 @@ def flag(text: str, label: str) -> bool:
 
 # -- the table -----------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Option:
-    name: str  # long name without dashes; also the JobSpec field (with '-' -> '_')
-    help: str
-    group: str
-    parse: Callable[[str, str], Any] = flag
-    metavar: str | None = None  # None: a flag that takes no value
-    default: Any = None
-    short: str | None = None
+class Option(Record):
+    """One option of ``run``. name: the long name without dashes, also the JobSpec field
+    (with '-' -> '_'); parse(text, label) -> value; metavar None: a flag without a value."""
+
+    __slots__ = ("name", "help", "group", "parse", "metavar", "default", "short")
+    _defaults = dict(parse=flag, metavar=None, default=None, short=None)
 
     @property
     def attr(self) -> str:
@@ -177,30 +186,16 @@ BY_LONG = {o.name: o for o in OPTIONS}
 BY_SHORT = {o.short: o for o in OPTIONS if o.short}
 
 
-@dataclass(frozen=True)
-class JobSpec:
-    command: list[str]
-    name: str
-    host: str
-    overlap: str = "skip"
-    wait_timeout: float = 0.0
-    lock: str = "flock"
-    lock_file: Path | None = None
-    skip_exit_code: int = 0
-    timeout: float = 0.0
-    kill_after: float = 0.0
-    signal: int = int(_signal.SIGTERM)
-    preserve_status: bool = False
-    leave_orphans: bool = False
-    force: bool = False
-    db: str | None = None
-    lease: float = 120.0
-    output: str = "passthrough"
-    log_dir: Path | None = None
-    keep_logs: float = 30 * 86400.0
-    env_file: Path | None = None
-    jitter: float = 0.0
-    env_extra: dict[str, str] = field(default_factory=dict, repr=False)  # never printed
+class JobSpec(Record):
+    """One invocation's settings: the command plus one field per option (defaults from the
+    table). env_extra holds the --env-file values and is never printed."""
+
+    __slots__ = ("command", *(o.attr for o in OPTIONS), "env_extra")
+    _defaults = {o.attr: o.default for o in OPTIONS}
+    _factories = dict(env_extra=dict)
+
+    def __repr__(self) -> str:
+        return super().__repr__().split(", env_extra=")[0] + ")"
 
 
 def build_spec(command: list[str], given: Mapping[str, str | bool], environ: Mapping[str, str],
@@ -227,7 +222,7 @@ def build_spec(command: list[str], given: Mapping[str, str | bool], environ: Map
 def default_name(command: list[str]) -> str:
     base = command[0].rstrip("/").rsplit("/", 1)[-1]
     stem = base.split(".", 1)[0] if not base.startswith(".") else base
-    if not NAME_RE.fullmatch(stem):
+    if not valid_name(stem):
         raise UsageError(f"cannot derive a job name from {command[0]!r}: give -n NAME")
     return stem
 
@@ -246,7 +241,7 @@ def read_env_file(file: Path) -> dict[str, str]:
             continue
         key, sep, value = line.removeprefix("export ").partition("=")
         key = key.strip()
-        if not sep or not ENV_KEY_RE.fullmatch(key) or "\0" in value:
+        if not sep or not valid_env_key(key) or "\0" in value:
             # the line may hold a secret: name the line, never echo it
             raise UsageError(f"--env-file {file}:{number}: expected KEY=VALUE with KEY a variable name")
         value = value.strip()

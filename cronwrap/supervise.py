@@ -28,8 +28,7 @@ import select
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from cronwrap.record import TYPE_CHECKING, Record
 
 from cronwrap.errors import (
     EXIT_KILLED,
@@ -65,46 +64,49 @@ _IDLE_TICK = 1.0  # reaping safety net when no SIGCHLD arrives (run() outside th
 _STOP_BYTE = b"\0"  # written to the self-pipe by request_stop(); no signal has number 0
 
 
-@dataclass(frozen=True)
-class JobProcess:
-    """The spawned main process; PID plus start time identify it even after the PID is reused."""
+class JobProcess(Record):
+    """The spawned main process; PID plus start time identify it even after the PID is reused.
 
-    pid: int
-    start_time: int  # /proc/<pid>/stat field 22, clock ticks since boot
+    start_time: /proc/<pid>/stat field 22, clock ticks since boot."""
+
+    __slots__ = ("pid", "start_time")
 
 
-@dataclass(frozen=True)
-class SuperviseSpec:
-    """What to run and how to end it."""
+class SuperviseSpec(Record):
+    """What to run and how to end it.
 
-    argv: list[str]  # exec'd directly, no shell; PATH is looked up in env["PATH"]
-    env: dict[str, str]
-    timeout: float = 0.0  # seconds, 0 = none
-    kill_after: float = 0.0  # seconds from first signal to KILL; 0 = never KILL the main process
-    signal: int = signal.SIGTERM  # first signal at timeout
-    leave_orphans: bool = False
-    cwd: str | None = None
-    pass_fds: tuple[int, ...] = ()  # e.g. the flock descriptor, so the job keeps the lock
-    orphan_grace: float = 5.0  # when kill_after is 0: leftovers' time between signal and KILL
+    argv: exec'd directly, no shell; PATH is looked up in env["PATH"]. timeout: seconds, 0 =
+    none. kill_after: seconds from first signal to KILL; 0 = never KILL the main process.
+    signal: first signal at timeout. pass_fds: e.g. the flock descriptor, so the job keeps the
+    lock. orphan_grace: when kill_after is 0, leftovers' time between signal and KILL.
+    """
 
-    def __post_init__(self) -> None:
+    __slots__ = ("argv", "env", "timeout", "kill_after", "signal", "leave_orphans", "cwd",
+                 "pass_fds", "orphan_grace")
+    _defaults = dict(timeout=0.0, kill_after=0.0, signal=signal.SIGTERM, leave_orphans=False,
+                     cwd=None, pass_fds=(), orphan_grace=5.0)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
         if not self.argv:
             raise ValueError("SuperviseSpec.argv is empty: there is no command to run")
 
 
-@dataclass
-class Outcome:
-    """How a supervised run ended."""
+class Outcome(Record):
+    """How a supervised run ended.
 
-    exit_code: int | None  # main process exit code if it exited
-    signal: int | None  # signal that ended the main process, if any
-    timed_out: bool
-    killed: bool  # KILL had to be sent to something because the first signal did not suffice
-    spawn_error: str | None  # "not found: foo" / "not executable: ./x"
-    duration: float  # seconds, monotonic, spawn -> main process reaped and tree gone
-    forwarded: list[int] = field(default_factory=list)  # signals forwarded to the job
-    orphans: int = 0  # leftovers found when the main process exited by itself
-    stop_reason: str | None = None  # set when request_stop() ended the job
+    exit_code: the main process's, if it exited; signal: the one that ended it, if any;
+    killed: KILL had to be sent to something because the first signal did not suffice;
+    spawn_error: "not found: foo" / "not executable: ./x"; duration: seconds, monotonic, spawn
+    to main process reaped and tree gone; forwarded: signals forwarded to the job; orphans:
+    leftovers found when the main process exited by itself; stop_reason: set when
+    request_stop() ended the job.
+    """
+
+    __slots__ = ("exit_code", "signal", "timed_out", "killed", "spawn_error", "duration",
+                 "forwarded", "orphans", "stop_reason")
+    _defaults = dict(orphans=0, stop_reason=None)
+    _factories = dict(forwarded=list)
 
     def exit_status(self, preserve_status: bool = False) -> int:
         """The status ``cronwrap run`` exits with (DESIGN.md 2.4, GNU ``timeout``)."""
@@ -581,7 +583,8 @@ def _find_executable(name: str, path: str) -> str | None:
 def _spawn_failure(spec: SuperviseSpec, exc: OSError) -> Outcome:
     command = spec.argv[0]
     if spec.cwd is not None and exc.filename == spec.cwd:
-        code, message = EXIT_NOT_EXECUTABLE, f"cannot change directory to {spec.cwd}: {exc.strerror}"
+        code = EXIT_NOT_EXECUTABLE
+        message = f"cannot change directory to {spec.cwd}: {exc.strerror}"
     elif isinstance(exc, FileNotFoundError):
         code, message = EXIT_NOT_FOUND, f"not found: {command}"
     elif isinstance(exc, PermissionError):

@@ -9,9 +9,13 @@ database's clock (SQLite: this host's), unless the ledger was built with a ``clo
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from typing import Callable, Protocol
+from cronwrap.record import TYPE_CHECKING, Record
+
+if TYPE_CHECKING:
+    from typing import Callable, Protocol
+else:
+    Protocol = object  # the contract is for readers and type checkers; nothing to import at run time
 
 RUNNING = "running"
 SUCCEEDED = "succeeded"
@@ -36,31 +40,17 @@ def iso(t: datetime | None) -> str | None:
     return None if t is None else t.isoformat(timespec="milliseconds")
 
 
-@dataclass
-class Run:
-    """One row of ``runs``: a slot of a job and the latest attempt at it."""
+class Run(Record):
+    """One row of ``runs``: a slot of a job and the latest attempt at it (times are UTC)."""
 
-    run_id: int
-    job: str
-    run_key: str
-    scheduled_at: datetime | None
-    trigger: str
-    status: str
-    skip_reason: str | None = None
-    attempt: int = 0
-    host: str | None = None
-    pid: int | None = None
-    pid_start: int | None = None
-    locked_until: datetime | None = None
-    fence: int | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    duration_ms: int | None = None
-    exit_code: int | None = None
-    signal: int | None = None
-    timed_out: bool = False
-    error_tail: str | None = None
-    log_path: str | None = None
+    __slots__ = ("run_id", "job", "run_key", "scheduled_at", "trigger", "status", "skip_reason",
+                 "attempt", "host", "pid", "pid_start", "locked_until", "fence", "started_at",
+                 "finished_at", "duration_ms", "exit_code", "signal", "timed_out", "error_tail",
+                 "log_path")
+    _defaults = dict(skip_reason=None, attempt=0, host=None, pid=None, pid_start=None,
+                     locked_until=None, fence=None, started_at=None, finished_at=None,
+                     duration_ms=None, exit_code=None, signal=None, timed_out=False,
+                     error_tail=None, log_path=None)
 
     def shown_status(self, now: datetime) -> str:
         if self.status == RUNNING and (self.locked_until is None or self.locked_until <= now):
@@ -73,76 +63,60 @@ class Run:
         return (self.locked_until - now).total_seconds()
 
     def to_json(self, now: datetime) -> dict:
-        data = asdict(self)
+        data = self.asdict()
         for key in ("scheduled_at", "locked_until", "started_at", "finished_at"):
             data[key] = iso(data[key])
         data["status"] = self.shown_status(now)
         return data
 
 
-@dataclass(frozen=True)
-class JobInfo:
+def _never_gone(pid: int | None, start: int | None) -> bool:
+    return False
+
+
+class JobInfo(Record):
     """What a firing tells the ledger about its job (kept in ``jobs``)."""
 
-    name: str
-    schedule: str | None = None
-    tz: str | None = None
-    key_template: str | None = None
+    __slots__ = ("name", "schedule", "tz", "key_template")
+    _defaults = dict(schedule=None, tz=None, key_template=None)
 
 
-@dataclass(frozen=True)
-class ClaimRequest:
-    job: JobInfo
-    run_key: str
-    scheduled_at: datetime | None
-    trigger: str  # schedule | catchup | manual
-    host: str
-    pid: int
-    pid_start: int
-    lease: float  # seconds
-    overlap_skip: bool = True  # step 2: a live run of the job anywhere means skip
-    force: bool = False  # run a slot that already succeeded
-    max_attempts: int = 1  # a failed slot is claimable again while attempts < this
-    # Step 0 of a claim: is a process of this host gone? (PID, start time) -> bool
-    is_gone: Callable[[int | None, int | None], bool] = field(default=lambda pid, start: False)
+class ClaimRequest(Record):
+    """A firing asking for ``(job, run_key)``.
+
+    trigger: schedule | catchup | manual; lease: seconds; overlap_skip: step 2 (a live run of
+    the job anywhere means skip); force: run a slot that already succeeded; max_attempts: a
+    failed slot is claimable again while attempts < this; is_gone(pid, start): is a process of
+    this host gone (step 0: this host's dead wrappers are abandoned at once).
+    """
+
+    __slots__ = ("job", "run_key", "scheduled_at", "trigger", "host", "pid", "pid_start",
+                 "lease", "overlap_skip", "force", "max_attempts", "is_gone")
+    _defaults = dict(overlap_skip=True, force=False, max_attempts=1, is_gone=_never_gone)
 
 
-@dataclass(frozen=True)
-class Claim:
-    """The answer to a claim: ``run`` when claimed, else ``skip_reason`` and the row in the way."""
+class Claim(Record):
+    """The answer to a claim: ``run`` when claimed, else ``skip_reason`` and the row in the way.
 
-    run: Run | None
-    skip_reason: str | None = None
-    blocking: Run | None = None
-    took_over: bool = False  # the claimed row was abandoned by an earlier runner
+    took_over: the claimed row had been abandoned by an earlier runner."""
 
-
-@dataclass(frozen=True)
-class Finish:
-    status: str
-    duration_ms: int
-    exit_code: int | None
-    signal: int | None
-    timed_out: bool
-    error_tail: str | None
-    log_path: str | None
-    skip_reason: str | None = None
+    __slots__ = ("run", "skip_reason", "blocking", "took_over")
+    _defaults = dict(skip_reason=None, blocking=None, took_over=False)
 
 
-@dataclass
-class JobSummary:
+class Finish(Record):
+    """The end of a run, as recorded."""
+
+    __slots__ = ("status", "duration_ms", "exit_code", "signal", "timed_out", "error_tail",
+                 "log_path", "skip_reason")
+    _defaults = dict(skip_reason=None)
+
+
+class JobSummary(Record):
     """What ``status`` shows for one job."""
 
-    job: str
-    schedule: str | None
-    tz: str | None
-    key_template: str | None
-    first_seen: datetime
-    last_seen: datetime
-    last_run: Run | None
-    last_success_at: datetime | None
-    running: list[Run]
-    counts: dict[str, int]
+    __slots__ = ("job", "schedule", "tz", "key_template", "first_seen", "last_seen", "last_run",
+                 "last_success_at", "running", "counts")
 
 
 class Ledger(Protocol):

@@ -10,7 +10,10 @@ import threading
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Iterator
+from cronwrap.record import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, Iterator
 
 from cronwrap.ledger import base
 from cronwrap.ledger.base import Claim, ClaimRequest, Finish, JobSummary, Run

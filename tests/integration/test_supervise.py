@@ -48,7 +48,8 @@ class Captured:
 def run_job(argv: list[str], **options: object) -> tuple[Outcome, Captured, float]:
     captured = Captured()
     started = time.monotonic()
-    outcome = supervise(SuperviseSpec(argv=argv, env=ENV, **options), captured)  # type: ignore[arg-type]
+    spec = SuperviseSpec(argv=argv, env=ENV, **options)  # type: ignore[arg-type]
+    outcome = supervise(spec, captured)
     return outcome, captured, time.monotonic() - started
 
 
@@ -205,6 +206,44 @@ def test_grandchild_holding_stdout_does_not_delay_the_timeout(tmp_path: Path) ->
     assert elapsed < 1.5 + SLACK
 
 
+def test_kill_after_zero_never_kills_the_main_process_on_timeout(tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    supervisor = Supervisor(
+        SuperviseSpec(
+            sh(f"trap '' TERM; echo $$ > {ready}; sleep 1000"), ENV, timeout=0.3, orphan_grace=0.3
+        ),
+        Captured(),
+    )
+    alive_after_timeout: list[bool] = []
+
+    def check_then_stop() -> None:
+        job = int(wait_for_file(ready))
+        time.sleep(1.0)  # well past the timeout: GNU timeout without -k would still wait
+        alive_after_timeout.append(not is_gone(job))
+        supervisor.request_stop("operator")
+
+    checker = threading.Thread(target=check_then_stop)
+    checker.start()
+    outcome = supervisor.run()
+    checker.join()
+    assert alive_after_timeout == [True]
+    assert outcome.timed_out and outcome.killed and outcome.exit_status() == 137
+    assert outcome.stop_reason is None  # the timeout began the ending, not the stop
+
+
+def test_a_failing_output_callback_never_leaves_the_job_running(tmp_path: Path) -> None:
+    pid_file = tmp_path / "job.pid"
+
+    def broken_stdout(fd: int, chunk: bytes) -> None:
+        raise BrokenPipeError("stdout closed")
+
+    job = sh(f"setsid sleep 1000 & echo $! > {pid_file}; sleep 0.1; echo hello; sleep 1000")
+    with pytest.raises(BrokenPipeError):
+        supervise(SuperviseSpec(job, ENV), broken_stdout)
+    assert is_gone(int(wait_for_file(pid_file)))
+    assert zombie_children() == []
+
+
 # ---- leftovers ----------------------------------------------------------------------------
 
 
@@ -253,7 +292,8 @@ def test_orphans_that_die_while_the_job_runs_are_reaped_at_once() -> None:
         if b"orphans died" in chunk:
             zombies_seen.append(len(zombie_children()))
 
-    job = "for i in 1 2 3 4 5 6 7 8 9 10; do (true &); done; sleep 0.5; echo orphans died; sleep 0.2"
+    # The last sleep keeps the main process itself from being the zombie that is counted.
+    job = "for i in $(seq 10); do (true &); done; sleep 0.5; echo orphans died; sleep 0.2"
     outcome = supervise(SuperviseSpec(sh(job), ENV), count_zombie_children)
     assert outcome.exit_status() == 0 and zombies_seen == [0]
 
@@ -279,7 +319,8 @@ def test_leave_orphans_does_not_drain_an_orphan_that_never_stops_writing(tmp_pat
         if not first_chunks:
             first_chunks.append(chunk)
 
-    spec = SuperviseSpec(sh(f"yes & echo $! > {pid_file}; sleep 0.2; exit 0"), ENV, leave_orphans=True)
+    job = sh(f"yes & echo $! > {pid_file}; sleep 0.2; exit 0")
+    spec = SuperviseSpec(job, ENV, leave_orphans=True)
     started = time.monotonic()
     outcome = supervise(spec, keep_first_chunk)
     orphan = int(wait_for_file(pid_file))
@@ -318,8 +359,9 @@ def on_output(fd, chunk):
     if fd == 1:
         digest.update(chunk)
 outcome = supervise(SuperviseSpec(sys.argv[1:], dict(os.environ)), on_output)
+max_rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({{"status": outcome.exit_status(), "stdout": sizes[1], "stderr": sizes[2],
-    "sha256": digest.hexdigest(), "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}}))
+                  "sha256": digest.hexdigest(), "max_rss_kb": max_rss_kb}}))
 """
 
 
@@ -346,7 +388,7 @@ def test_large_output_arrives_complete_with_bounded_memory(tmp_path: Path) -> No
     assert report["status"] == 0
     assert (report["stdout"], report["stderr"]) == (copies * 10 * 1024 * 1024, 0)
     assert report["sha256"] == expected.hexdigest()
-    assert report["max_rss_kb"] < 100 * 1024
+    assert report["max_rss_kb"] < 64 * 1024  # bounded: the output is 200 MiB
 
 
 def test_pass_fds_hands_a_descriptor_to_the_job_and_no_other() -> None:
