@@ -221,13 +221,23 @@ def execute(inv: Invocation, ledger: base.Ledger, claim: Claim, lock: locks.Lock
     inv.event("timeout" if outcome.timed_out else "finish", run=run, status=result.status,
               exit_code=status, duration_ms=result.duration_ms, signal=outcome.signal,
               skip_reason=result.skip_reason, orphans=outcome.orphans,
-              forwarded=outcome.forwarded or None, spawn_error=outcome.spawn_error)
+              forwarded=outcome.forwarded or None, spawn_error=outcome.spawn_error,
+              output_bytes=capture.total, **wrapper_usage())
     if spec.output == "on-failure" and result.status != base.SUCCEEDED:
         replay_output(log_file)
     if outcome.spawn_error:
         sys.stderr.write(f"cronwrap: {spec.name}: {outcome.spawn_error}\n")
     tidy_logs(inv)
     return status
+
+
+def wrapper_usage() -> dict[str, int]:
+    """The wrapper's own CPU and peak memory (not the job's), for the run log and bench/."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {"wrapper_cpu_ms": int((usage.ru_utime + usage.ru_stime) * 1000),
+            "wrapper_maxrss_kb": usage.ru_maxrss}
 
 
 def finish_of(outcome, capture: OutputCapture, log_file: Path, lease_lost: bool) -> Finish:
