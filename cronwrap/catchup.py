@@ -23,72 +23,79 @@ Decisions recorded here (the spec is silent on them):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import date as Date
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from cronwrap.durations import format_duration
 from cronwrap.errors import UsageError
+from cronwrap.record import TYPE_CHECKING
 from cronwrap.schedule import (
     DEFAULT_TOLERANCE,
+    Frozen,
     Schedule,
     parse_date,
     parse_timestamp,
     run_key,
+    seconds_between,
+    shifted,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from datetime import date as Date
+    from datetime import datetime
 
 POLICIES = ("none", "latest", "all")
 MAX_MARKS = 1000
 COUNT_LIMIT = 10_000
 
 
-@dataclass(frozen=True)
-class SlotState:
+class SlotState(Frozen):
     """What the ledger knows about a slot (status as stored: succeeded, failed, timeout,
     killed, running, skipped, missed)."""
 
+    __slots__ = ("slot", "run_key", "status")
     slot: datetime
     run_key: str
     status: str
 
 
-@dataclass(frozen=True)
-class PlannedRun:
+class PlannedRun(Frozen):
     """A run to make: the slot it is for, its key, and ``schedule``/``catchup``/``manual``."""
 
+    __slots__ = ("slot", "run_key", "trigger")
     slot: datetime
     run_key: str
     trigger: str
 
 
-@dataclass(frozen=True)
-class Mark:
+class Mark(Frozen):
     """A slot to record without running it: ``missed`` (reason None) or ``skipped``
     with reason ``too_late``."""
 
+    __slots__ = ("slot", "run_key", "status", "reason")
     slot: datetime
     run_key: str
     status: str
     reason: str | None
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(Frozen):
     """Runs in the order to make them (catch-ups oldest first, then the firing's own slot),
     slots to record, and warnings for the run log. ``skew_seconds`` is the firing's distance
     from its slot (positive: late); ``matched`` is False when that was beyond the tolerance
     and the plan fell back to the most recent slot: the runner should say so loudly."""
 
+    __slots__ = ("runs", "marks", "warnings", "skew_seconds", "matched")
+    _defaults = {"skew_seconds": 0.0, "matched": True}
     runs: list[PlannedRun]
     marks: list[Mark]
     warnings: list[str]
-    skew_seconds: float = 0.0
-    matched: bool = True
+    skew_seconds: float
+    matched: bool
 
 
-@dataclass(frozen=True)
-class _Missed:
+class _Missed(Frozen):
+    __slots__ = ("slot", "run_key", "too_late")
     slot: datetime
     run_key: str
     too_late: bool
@@ -147,7 +154,7 @@ def _check(policy: str, window: float | timedelta, max_catchup: int) -> float:
 
 
 def _too_late(now: datetime, slot: datetime, window: float) -> bool:
-    return window > 0 and (now - slot).total_seconds() > window
+    return window > 0 and seconds_between(now, slot) > window
 
 
 def _off_slot_warning(schedule: Schedule, now: datetime, slot: datetime, skew: float,
@@ -172,13 +179,13 @@ def _plan_backlog(schedule: Schedule, now: datetime, slot: datetime, key: str,
     in_window = [m for m in missed if not m.too_late]
     runs, marks = _apply_policy(in_window, policy, max_catchup, warnings)
     marks += [Mark(m.slot, m.run_key, "skipped", "too_late") for m in missed if m.too_late]
-    marks.sort(key=lambda mark: mark.slot)
+    marks.sort(key=lambda mark: mark.slot.timestamp())
     if len(marks) > MAX_MARKS:
         unlisted += len(marks) - MAX_MARKS
         marks = marks[-MAX_MARKS:]
     if unlisted:
         many = "more than " if unlisted > COUNT_LIMIT else ""
-        warnings.append(f"{many}{min(unlisted, COUNT_LIMIT)} older slots not listed"
+        warnings.append(f"{many}{_slots(min(unlisted, COUNT_LIMIT), 'older')} not listed"
                         " (neither run nor recorded)")
     return runs, marks
 
@@ -189,7 +196,7 @@ def _missed_slots(schedule: Schedule, now: datetime, slot: datetime, key: str,
     """Slots in (last_seen, slot) whose key the ledger does not know, one per key, oldest
     first; and how many more lie beyond ``budget`` (counted up to COUNT_LIMIT + 1)."""
     groups: dict[str, _Missed] = {}
-    slots = schedule.slots_between(last_seen, slot - timedelta(seconds=1), reverse=True)
+    slots = schedule.slots_between(last_seen, shifted(slot, -1), reverse=True)
     for earlier in slots:
         earlier_key = run_key(earlier, key_template)
         if earlier_key == key or earlier_key in known_keys:
@@ -205,8 +212,12 @@ def _missed_slots(schedule: Schedule, now: datetime, slot: datetime, key: str,
     return _oldest_first(groups), 0
 
 
+def _slots(count: int, adjective: str = "missed") -> str:
+    return f"{count} {adjective} slot{'' if count == 1 else 's'}"
+
+
 def _oldest_first(groups: dict[str, _Missed]) -> list[_Missed]:
-    return sorted(groups.values(), key=lambda m: m.slot)
+    return sorted(groups.values(), key=lambda m: m.slot.timestamp())
 
 
 def _count_unknown(slots: Iterator[datetime], key_template: str | None,
@@ -231,12 +242,12 @@ def _apply_policy(missed: list[_Missed], policy: str, max_catchup: int,
     else:
         chosen = missed[:max_catchup]
         if len(missed) > len(chosen):
-            warnings.append(
-                f"{len(missed) - len(chosen)} missed slots beyond --max-catchup {max_catchup}"
-                " are recorded as missed, not run"
-            )
+            extra = len(missed) - len(chosen)
+            warnings.append(f"{_slots(extra)} beyond --max-catchup {max_catchup}"
+                            f" {'is' if extra == 1 else 'are'} recorded as missed, not run")
     runs = [PlannedRun(m.slot, m.run_key, "catchup") for m in chosen]
-    marks = [Mark(m.slot, m.run_key, "missed", None) for m in missed if m not in chosen]
+    run_keys = {m.run_key for m in chosen}
+    marks = [Mark(m.slot, m.run_key, "missed", None) for m in missed if m.run_key not in run_keys]
     return runs, marks
 
 

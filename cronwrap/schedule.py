@@ -5,12 +5,15 @@ time is an argument and every result is a timezone-aware datetime in the schedul
 
 cronsim parses the expression and decides which *days* match (its day-of-month/day-of-week
 rules follow Debian cron). Turning a day's wall-clock fire times into instants is done here,
-by cronie's DST rules (DESIGN §2.6), because cronsim's own aware-datetime iteration gets two
-edges wrong (measured with cronsim 2.8):
+by cronie's DST rules (DESIGN §2.6), because cronsim's own aware-datetime iteration gets
+some edges wrong (measured with cronsim 2.8 against tests/unit/cron_reference.py):
 
 * a fixed-time job asked for its next time from the *second* 02:10 of a fall-back night
   answers the first 02:30, which is earlier than the question;
-* a wildcard job (``* 0 8 9 *`` in America/Santiago) fires at a midnight that does not exist.
+* a wildcard job (``* 0 8 9 *`` in America/Santiago) fires at a midnight that does not exist;
+* wildcard jobs lose real fire times next to a transition: ``0 */2 * * *`` in
+  Australia/Lord_Howe skips 02:00+10:30 on the fall-back night, ``*/7 1,2 * * SUN`` in
+  America/Santiago skips 01:00-01:56 right after the midnight jump.
 
 The rules, as cronie's ``cron.c`` applies them:
 
@@ -25,9 +28,6 @@ from __future__ import annotations
 
 import calendar
 import os
-import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
 from itertools import islice
@@ -36,6 +36,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cronsim import CronSim, CronSimError
 
 from cronwrap.errors import UsageError
+from cronwrap.record import TYPE_CHECKING, Record
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+    from typing import Any
 
 UTC = timezone.utc
 
@@ -146,8 +151,9 @@ def expand(expr: str) -> str:
     if text.lower() == "@reboot":
         raise UsageError(
             "--schedule: '@reboot' is not a schedule: keep @reboot in the crontab and give"
-            " --schedule the job's real schedule (e.g. --schedule '30 1 * * *'), or add"
-            " --catchup latest so the boot-time run catches up the slot it missed"
+            " --schedule the job's real schedule (e.g. --schedule '30 1 * * *'): on boot,"
+            " cronwrap then runs the most recent slot if it never ran (add --catchup latest"
+            " or all for older missed slots too)"
         )
     if text.startswith("@"):
         if text.lower() not in ALIASES:
@@ -191,6 +197,17 @@ def _epoch(t: datetime) -> float:
     if t.tzinfo is None or t.utcoffset() is None:
         raise ValueError(f"a timezone-aware datetime is required, got {t!r}")
     return t.timestamp()
+
+
+def shifted(t: datetime, seconds: float) -> datetime:
+    """``t`` moved by real ``seconds``, in UTC. (Arithmetic on an aware datetime moves its
+    wall clock, which is wrong across a DST change, so do it in UTC.)"""
+    return t.astimezone(UTC) + timedelta(seconds=seconds)
+
+
+def seconds_between(later: datetime, earlier: datetime) -> float:
+    """Real seconds from ``earlier`` to ``later`` (subtraction within one zone ignores DST)."""
+    return _epoch(later) - _epoch(earlier)
 
 
 def _wall_of(epoch: int, zone: ZoneInfo) -> datetime:
@@ -238,17 +255,42 @@ def _month_step(day: date, step: int) -> date:
     return day.replace(day=1) - timedelta(days=1)
 
 
-@dataclass(frozen=True)
-class Schedule:
-    """A cron expression in a zone. Build it with :meth:`parse`."""
+class Frozen(Record):
+    """A Record (no dataclass code generation at import: this is the ``run`` hot path)
+    whose fields cannot be reassigned."""
 
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+
+class Schedule(Frozen):
+    """A cron expression in a zone. Build it with :meth:`parse`.
+
+    ``expr`` as given, ``cron`` its 5-field form, ``zone``/``zone_name``, and ``fixed_time``
+    (cronie's rule, which decides the DST behaviour)."""
+
+    __slots__ = ("expr", "cron", "zone", "zone_name", "fixed_time", "_parsed", "_times_of_day")
     expr: str
     cron: str
     zone: ZoneInfo
     zone_name: str
     fixed_time: bool
-    _parsed: CronSim = field(repr=False, compare=False, hash=False)
-    _times_of_day: tuple[int, ...] = field(repr=False, compare=False, hash=False)
+    _parsed: CronSim
+    _times_of_day: tuple[int, ...]
+
+    def _identity(self) -> tuple[str, str, str]:
+        return (self.cron, self.zone.key, self.zone_name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Schedule) and self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
+    def __repr__(self) -> str:
+        return f"Schedule({self.expr!r}, zone={self.zone_name!r}, fixed_time={self.fixed_time})"
 
     @classmethod
     def parse(cls, expr: str, zone: ZoneInfo, zone_name: str | None = None) -> Schedule:
@@ -406,17 +448,17 @@ class Schedule:
         the skew is measured from the nearest fire time, before or after, for the warning.
         """
         early = min(tolerance, EARLY_TOLERANCE)
-        slot = self.prev_at_or_before(t + early)
-        skew = (t - slot).total_seconds()
+        slot = self.prev_at_or_before(shifted(t, early.total_seconds()))
+        skew = seconds_between(t, slot)
         if skew <= tolerance.total_seconds():
             return slot, skew
-        ahead = (t - self.next_after(t)).total_seconds()
+        ahead = seconds_between(t, self.next_after(t))
         return None, ahead if -ahead < skew else skew
 
     def slot_on_date(self, day: date) -> datetime:
         """The first fire time on local ``day`` (``--date``); an error when there is none."""
         midnight = _local_to_instant(datetime(day.year, day.month, day.day), self.zone)
-        slot = self.next_after(midnight - timedelta(seconds=1))
+        slot = self.next_after(shifted(midnight, -1))
         if slot.date() == day:
             return slot
         raise UsageError(
@@ -438,7 +480,7 @@ class Schedule:
     def _nearest_text(self, t: datetime) -> str:
         """"nearest fire times: X (before), Y (after)" around ``t`` (exclusive)."""
         parts = []
-        for label, find, point in (("before", self.prev_at_or_before, t - timedelta(seconds=1)),
+        for label, find, point in (("before", self.prev_at_or_before, shifted(t, -1)),
                                    ("after", self.next_after, t)):
             try:
                 parts.append(f"{find(point).isoformat()} ({label})")
@@ -449,7 +491,10 @@ class Schedule:
 
 # --- keys, dates and timestamps ----------------------------------------------------------
 
-_DIRECTIVE = re.compile(r"%[A-Za-z]")
+def _has_directive(template: str) -> bool:
+    """Whether ``template`` holds a strftime directive (``%%`` is a literal percent)."""
+    parts = template.replace("%%", "").split("%")
+    return any(part[:1].isalpha() for part in parts[1:])
 
 
 @lru_cache(maxsize=64)
@@ -459,7 +504,7 @@ def validate_key_template(template: str) -> str:
         raise UsageError("--key: the template is empty (examples: %Y-%m-%d for once per day)")
     if any(ch in template for ch in "\0\n\r"):
         raise UsageError(f"--key: {template!r} contains a NUL or line break")
-    if not _DIRECTIVE.search(template.replace("%%", "")):
+    if not _has_directive(template):
         raise UsageError(
             f"--key: {template!r} has no % directive, so every slot would share one key and"
             " the job would run once ever (examples: %Y-%m-%d once per day, %Y-%m-%dT%H once"
@@ -477,13 +522,14 @@ def validate_key_template(template: str) -> str:
     return template
 
 
-def run_key(slot: datetime, template: str | None = None) -> str:
+def run_key(slot: datetime, template: str | None = None, zone: ZoneInfo | None = None) -> str:
     """The slot's run key: its instant in UTC (``2026-10-28T01:30:00Z``) by default, or
-    ``slot.strftime(template)``, the slot being in the schedule's zone as Schedule returns
-    it (``%Y-%m-%d`` = once per local day)."""
+    ``slot.strftime(template)`` in the schedule's zone (``%Y-%m-%d`` = once per local day).
+    Slots from Schedule are in its zone already; pass ``zone`` for a slot that is not."""
     if template is None:
         return slot.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    key = slot.strftime(validate_key_template(template))
+    local = slot.astimezone(zone) if zone else slot
+    key = local.strftime(validate_key_template(template))
     if len(key) > MAX_KEY_LENGTH or any(ch in key for ch in "\0\n\r"):
         raise UsageError(f"--key: {template!r} gives an unusable key {key[:40]!r}…")
     return key
@@ -525,15 +571,16 @@ def parse_date(text: str, option: str = "--date") -> date:
 # --- explain ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Explanation:
+class Explanation(Frozen):
     """What ``cronwrap explain`` reports; ``to_json`` is the machine-readable contract."""
 
+    __slots__ = ("expression", "tz", "next", "warnings", "cron")
+    _defaults = {"cron": ""}
     expression: str
     tz: str
     next: list[datetime]
     warnings: list[str]
-    cron: str = ""
+    cron: str
 
     def to_json(self) -> dict[str, object]:
         """``{"expression", "tz", "next": [ISO 8601 with offset], "warnings", "cron"}``."""
@@ -615,13 +662,13 @@ def _day_rule_warnings(schedule: Schedule) -> list[str]:
     ]
 
 
-# (field index, cycle length, first value, how a value reads, unit)
+# (field index, cycle length, how a value reads, unit, what the steps restart with)
 _STEP_FIELDS = (
-    (0, 60, 0, lambda v: f":{v:02d}", "minute"),
-    (1, 24, 0, lambda v: f"{v:02d}:00", "hour"),
-    (2, 31, 1, lambda v: f"the {_ordinal(v)}", "day"),
-    (3, 12, 1, lambda v: calendar.month_abbr[v], "month"),
-    (4, 7, 0, lambda v: _DAY_NAMES[v][:3], "day"),
+    (0, 60, lambda v: f":{v:02d}", "minute", "hour"),
+    (1, 24, lambda v: f"{v:02d}:00", "hour", "day"),
+    (2, 31, lambda v: f"the {_ordinal(v)}", "day", "month"),
+    (3, 12, lambda v: calendar.month_abbr[v], "month", "year"),
+    (4, 7, lambda v: _DAY_NAMES[v][:3], "day", "week"),
 )
 
 
@@ -636,7 +683,7 @@ def _step_warnings(schedule: Schedule) -> list[str]:
     """Steps restart at each hour/day/month/year/week: '*/7' minutes is not every 7 minutes."""
     warnings = []
     names = ("minutes", "hours", "day-of-month", "months", "day-of-week")
-    for (index, cycle, _, show, unit), text in zip(_STEP_FIELDS, schedule.cron.split()):
+    for (index, cycle, show, unit, period), text in zip(_STEP_FIELDS, schedule.cron.split()):
         base, _, step = text.partition("/")
         if not step or "," in text or "-" in base or not step.isdigit():
             continue
@@ -646,16 +693,15 @@ def _step_warnings(schedule: Schedule) -> list[str]:
             warnings.append(
                 f"'{text}' in {names[index]} fires {'at' if index < 2 else 'in' if index == 3 else 'on'}"
                 f" {show(values[-1])} then"
-                f" {show(values[0])} — a {wrap}-{unit} gap, not {step}"
-                + (" (and shorter months shift it)" if index == 2 else "")
+                f" {show(values[0])} — a {wrap}-{unit} gap, not {step} (steps restart every {period})"
             )
     return warnings
 
 
-@dataclass(frozen=True)
-class _Transition:
+class _Transition(Frozen):
+    __slots__ = ("at", "before", "after")
     at: int  # epoch seconds of the first instant with the new offset
-    before: int  # offset seconds
+    before: int  # offset in seconds
     after: int
 
 
@@ -700,21 +746,23 @@ def _dst_warnings(schedule: Schedule, start: datetime) -> list[str]:
 def _dst_message(schedule: Schedule, tr: _Transition, hit: list[datetime],
                  jump_from: int, jump_to: int) -> str:
     shown = [w.strftime("%H:%M") for w in hit[:4]] + ([f"{len(hit) - 4} more"] if len(hit) > 4 else [])
-    times = _and_list(shown)
-    day = hit[0].date().isoformat()
-    zone = schedule.zone_name
+    runs = f"the run at {shown[0]}" if len(hit) == 1 else f"the runs at {_and_list(shown)}"
+    day, zone = hit[0].date().isoformat(), schedule.zone_name
     if tr.after > tr.before:
         head = (f"{day}: {_clock(jump_from)}–{_clock(jump_to)} does not exist in {zone}"
                 f" (clocks jump from {_clock(jump_from)} to {_clock(jump_to)})")
         if schedule.fixed_time:
-            return f"{head}; the {times} run happens once, at {_clock(jump_to)}, right after the jump"
-        return f"{head}; this schedule follows real time, so {times} does not happen that day"
+            together = "" if len(hit) == 1 else " together"
+            return f"{head}; {runs} happen{'s' * (len(hit) == 1)} once{together}, at" \
+                   f" {_clock(jump_to)}, right after the jump"
+        return f"{head}; this schedule follows real time, so {runs} do not happen that day"
     head = (f"{day}: {_clock(jump_to)}–{_clock(jump_from)} happens twice in {zone}"
             f" (clocks go back from {_clock(jump_from)} to {_clock(jump_to)})")
     if schedule.fixed_time:
         offset = timezone(timedelta(seconds=tr.before))
-        return f"{head}; the {times} run happens once, at the first {hit[0]:%H:%M} ({offset})"
-    return f"{head}; this schedule follows real time, so {times} happens twice"
+        each = "s once" if len(hit) == 1 else " once each"
+        return f"{head}; {runs} happen{each}, at the first occurrence ({offset})"
+    return f"{head}; this schedule follows real time, so {runs} happen twice"
 
 
 def _zone_warnings(schedule: Schedule, system_zone: str | None, times: list[datetime]) -> list[str]:
@@ -727,7 +775,7 @@ def _zone_warnings(schedule: Schedule, system_zone: str | None, times: list[date
     except (ZoneInfoNotFoundError, ValueError, OSError):
         return []
     first = times[0]
-    later = first + timedelta(days=182)
+    later = shifted(first, 182 * _DAY)
     shifts = {(t.astimezone(schedule.zone).utcoffset() - t.astimezone(host).utcoffset())
               for t in (first, later)}
     if shifts == {timedelta(0)} or _shift_invariant(schedule, shifts):
@@ -742,12 +790,14 @@ def _zone_warnings(schedule: Schedule, system_zone: str | None, times: list[date
 
 
 def _shift_invariant(schedule: Schedule, shifts: set[timedelta]) -> bool:
-    """Whether shifting the zone by these offsets cannot change when the job fires."""
+    """Whether shifting the zone by these offsets cannot change when the job fires: every
+    hour of every day, with a minute pattern that maps onto itself."""
     parsed = schedule._parsed
     _, _, dom, month, dow = schedule.cron.split()
     if len(parsed.hours) != 24 or (dom, month, dow) != ("*", "*", "*"):
         return False
-    return len(parsed.minutes) == 60 or all(s.total_seconds() % 3600 == 0 for s in shifts)
+    minutes = set(parsed.minutes)
+    return all({(m + int(s.total_seconds()) // 60) % 60 for m in minutes} == minutes for s in shifts)
 
 
 __all__ = [
@@ -755,6 +805,7 @@ __all__ = [
     "DEFAULT_TOLERANCE",
     "EARLY_TOLERANCE",
     "Explanation",
+    "Frozen",
     "Schedule",
     "biz_date",
     "explain",
@@ -765,6 +816,8 @@ __all__ = [
     "parse_timestamp",
     "resolve_zone",
     "run_key",
+    "seconds_between",
+    "shifted",
     "system_zone_name",
     "validate_key_template",
 ]

@@ -1,0 +1,239 @@
+"""Catch-up planning with an injected ``now``: policies, window edges, keys, bounds."""
+
+from __future__ import annotations
+
+import time
+from datetime import date, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from cronwrap.catchup import MAX_MARKS, Mark, PlannedRun, plan_firing, plan_manual
+from cronwrap.errors import UsageError
+from cronwrap.schedule import Schedule, run_key
+
+UTC = timezone.utc
+HOURLY = Schedule.parse("0 * * * *", ZoneInfo("UTC"), "UTC")
+NOW = datetime(2026, 3, 2, 12, 0, 5, tzinfo=UTC)  # cron fired the 12:00 slot, 5 s late
+
+
+def at(hour: int, minute: int = 0, day: int = 2) -> datetime:
+    return datetime(2026, 3, day, hour, minute, tzinfo=UTC)
+
+
+def key(t: datetime) -> str:
+    return run_key(t)
+
+
+def plan(schedule=HOURLY, now=NOW, *, last_seen=at(8, 30), known=(), policy="none",
+         window=0.0, max_catchup=10, key_template=None):
+    return plan_firing(schedule, now, key_template=key_template, last_seen=last_seen,
+                       known_keys=set(known), policy=policy, window=window,
+                       max_catchup=max_catchup)
+
+
+def current(slot=at(12)) -> PlannedRun:
+    return PlannedRun(slot, key(slot), "schedule")
+
+
+def missed(*hours: int) -> list[Mark]:
+    return [Mark(at(h), key(at(h)), "missed", None) for h in hours]
+
+
+def test_first_invocation_never_invents_a_backlog():
+    result = plan(last_seen=None, policy="all")
+    assert result.runs == [current()] and result.marks == [] and result.warnings == []
+    assert result.matched and result.skew_seconds == 5.0
+
+
+def test_policy_none_records_missed_slots():
+    result = plan(policy="none")
+    assert result.runs == [current()]
+    assert result.marks == missed(9, 10, 11)
+
+
+def test_policy_latest_runs_only_the_newest_missed_slot_first():
+    result = plan(policy="latest")
+    assert result.runs == [PlannedRun(at(11), key(at(11)), "catchup"), current()]
+    assert result.marks == missed(9, 10)
+
+
+def test_policy_all_runs_oldest_first_up_to_the_cap():
+    result = plan(policy="all", max_catchup=2)
+    assert [(r.slot, r.trigger) for r in result.runs] == [
+        (at(9), "catchup"), (at(10), "catchup"), (at(12), "schedule")]
+    assert result.marks == missed(11)
+    assert result.warnings == ["1 missed slot beyond --max-catchup 2 is recorded as missed, not run"]
+
+
+def test_policy_all_within_the_cap_runs_everything():
+    result = plan(policy="all")
+    assert [r.slot for r in result.runs] == [at(9), at(10), at(11), at(12)]
+    assert result.marks == [] and result.warnings == []
+
+
+def test_max_catchup_zero_runs_no_catchup():
+    result = plan(policy="all", max_catchup=0)
+    assert result.runs == [current()] and result.marks == missed(9, 10, 11)
+
+
+@pytest.mark.parametrize("policy", ["none", "latest", "all"])
+def test_window_edge_exactly_at_the_window_is_inside(policy):
+    now = at(12)  # exactly on the slot
+    result = plan(now=now, policy=policy, window=2 * 3600)  # 10:00 is exactly 2 h old
+    too_late = [m for m in result.marks if m.status == "skipped"]
+    assert too_late == [Mark(at(9), key(at(9)), "skipped", "too_late")]
+    considered = {m.slot for m in result.marks if m.status == "missed"} | {r.slot for r in result.runs}
+    assert considered == {at(10), at(11), at(12)}
+
+
+def test_window_one_second_past_the_edge_is_too_late():
+    result = plan(now=at(12) + timedelta(seconds=1), policy="all", window=2 * 3600)
+    assert [r.slot for r in result.runs] == [at(11), at(12)]
+    assert [(m.slot, m.status, m.reason) for m in result.marks] == [
+        (at(9), "skipped", "too_late"), (at(10), "skipped", "too_late")]
+
+
+def test_known_keys_are_not_missed():
+    result = plan(policy="none", known=[key(at(10))])
+    assert result.marks == missed(9, 11)
+
+
+def test_last_seen_on_a_slot_excludes_that_slot():
+    assert plan(last_seen=at(10)).marks == missed(11)
+
+
+def test_another_host_already_fired_this_slot():
+    result = plan(last_seen=at(12, 0) + timedelta(seconds=2), known=[key(at(12))])
+    assert result.runs == [current()] and result.marks == []  # the ledger reports the duplicate
+
+
+def test_daily_key_on_an_hourly_schedule():
+    template = "%Y-%m-%d"
+    result = plan(last_seen=datetime(2026, 2, 28, 23, 30, tzinfo=UTC), policy="latest",
+                  key_template=template)
+    # Slots earlier today share today's key with the current slot; yesterday is one slot,
+    # stood for by its first fire time.
+    assert result.runs == [PlannedRun(at(0, day=1), "2026-03-01", "catchup"),
+                           PlannedRun(at(12), "2026-03-02", "schedule")]
+    assert result.marks == []
+
+
+def test_daily_key_representative_stays_inside_the_window():
+    result = plan(last_seen=datetime(2026, 2, 28, 23, 30, tzinfo=UTC), policy="none",
+                  key_template="%Y-%m-%d", window=24 * 3600)
+    # 2026-03-01 12:00 is 24 h 5 s old: too late; 13:00 is the first inside the window.
+    assert result.marks == [Mark(at(13, day=1), "2026-03-01", "missed", None)]
+
+
+def test_firing_that_maps_to_no_slot_falls_back_to_the_most_recent():
+    result = plan(now=at(12, 20), last_seen=at(11, 0, day=2) + timedelta(seconds=3),
+                  known=[key(at(11))], policy="none")
+    assert result.runs == [PlannedRun(at(12), key(at(12)), "catchup")]
+    assert not result.matched and result.skew_seconds == 1200.0
+    (warning,) = result.warnings
+    assert "is 20m00s after the nearest fire time of '0 * * * *' in UTC" in warning
+    assert "outside the 1m30s tolerance" in warning and "2026-03-02T12:00:00+00:00" in warning
+
+
+def test_fallback_slot_older_than_the_window_is_skipped():
+    result = plan(now=at(12, 20), last_seen=None, window=600)
+    assert result.runs == []
+    assert result.marks == [Mark(at(12), key(at(12)), "skipped", "too_late")]
+    assert any("older than --catchup-window" in w for w in result.warnings)
+
+
+def test_zone_mismatch_still_runs_once_a_day():
+    # cron on a UTC host fires "0 2 * * *" at 02:00 UTC; the schedule says 02:00 Shanghai.
+    shanghai = Schedule.parse("0 2 * * *", ZoneInfo("Asia/Shanghai"), "Asia/Shanghai")
+    now = datetime(2026, 3, 2, 2, 0, 1, tzinfo=UTC)
+    result = plan(shanghai, now, last_seen=now - timedelta(days=1), policy="none")
+    (run,) = result.runs
+    assert run.slot.isoformat() == "2026-03-02T02:00:00+08:00" and run.trigger == "catchup"
+    assert result.marks == []
+
+
+def test_catchup_through_a_fall_back_night_keeps_both_slots():
+    new_york = ZoneInfo("America/New_York")
+    schedule = Schedule.parse("*/30 1 * * *", new_york, "America/New_York")
+    now = datetime(2024, 11, 4, 1, 0, 2, tzinfo=new_york)
+    result = plan(schedule, now, last_seen=datetime(2024, 11, 2, 12, tzinfo=UTC), policy="all")
+    assert [r.slot.isoformat() for r in result.runs] == [
+        "2024-11-03T01:00:00-04:00", "2024-11-03T01:30:00-04:00",
+        "2024-11-03T01:00:00-05:00", "2024-11-03T01:30:00-05:00",
+        "2024-11-04T01:00:00-05:00"]
+    assert len({r.run_key for r in result.runs}) == 5
+
+
+def test_long_outage_is_bounded():
+    every_minute = Schedule.parse("* * * * *", ZoneInfo("UTC"), "UTC")
+    started = time.perf_counter()
+    result = plan(every_minute, last_seen=NOW - timedelta(days=730), policy="all")
+    elapsed = time.perf_counter() - started
+    assert len(result.runs) == 11 and result.runs[-1] == current()
+    assert len(result.marks) == MAX_MARKS
+    assert all(m.status == "missed" for m in result.marks)
+    assert "more than 10000 older slots not listed (neither run nor recorded)" in result.warnings
+    # the newest are the ones listed: the slot just before the current one is among them
+    assert result.marks[-1].slot == at(11, 59)
+    assert elapsed < 5.0, f"planning took {elapsed:.2f}s"
+
+
+def test_long_outage_with_a_window_marks_too_late_slots_newest_first():
+    every_minute = Schedule.parse("* * * * *", ZoneInfo("UTC"), "UTC")
+    result = plan(every_minute, last_seen=NOW - timedelta(days=730), policy="none",
+                  window=6 * 3600)
+    statuses = [m.status for m in result.marks]
+    assert len(result.marks) == MAX_MARKS
+    assert statuses.count("missed") == 6 * 60 - 1  # 06:01 … 11:59; 06:00 is 6 h 5 s old
+    assert set(statuses[: MAX_MARKS - 359]) == {"skipped"}
+    assert any("older slots not listed" in w for w in result.warnings)
+
+
+def test_counted_unlisted_slots():
+    every_minute = Schedule.parse("* * * * *", ZoneInfo("UTC"), "UTC")
+    result = plan(every_minute, last_seen=NOW - timedelta(minutes=1100), policy="none")
+    assert len(result.marks) == MAX_MARKS
+    assert "99 older slots not listed (neither run nor recorded)" in result.warnings
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [({"policy": "sometimes"}, "--catchup: 'sometimes' is not a policy"),
+     ({"window": -1}, "--catchup-window"),
+     ({"max_catchup": -1}, "--max-catchup")],
+)
+def test_bad_arguments(kwargs, words):
+    with pytest.raises(UsageError, match=words):
+        plan(**kwargs)
+
+
+# --- manual runs ----------------------------------------------------------------------------
+
+BERLIN = ZoneInfo("Europe/Berlin")
+SETTLE = Schedule.parse("30 1 * * *", BERLIN, "Europe/Berlin")
+
+
+def test_manual_by_date():
+    run = plan_manual(SETTLE, date=date(2026, 10, 28), key_template=None)
+    assert run == PlannedRun(datetime(2026, 10, 28, 1, 30, tzinfo=BERLIN), "2026-10-28T00:30:00Z", "manual")
+    assert plan_manual(SETTLE, date="2026-10-28", key_template="%Y-%m-%d").run_key == "2026-10-28"
+
+
+def test_manual_at():
+    run = plan_manual(SETTLE, at="2026-10-28 01:30", key_template=None)
+    assert run.slot.isoformat() == "2026-10-28T01:30:00+01:00" and run.trigger == "manual"
+    with pytest.raises(UsageError, match="^--at: .* is not a fire time"):
+        plan_manual(SETTLE, at="2026-10-28 02:30", key_template=None)
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [({}, "give exactly one"),
+     ({"date": "2026-10-28", "at": "2026-10-28 01:30"}, "give exactly one"),
+     ({"date": "28.10.2026"}, "^--date: '28.10.2026' is not a date"),
+     ({"at": "soon"}, "^--at: 'soon' is not a timestamp")],
+)
+def test_manual_errors(kwargs, words):
+    with pytest.raises(UsageError, match=words):
+        plan_manual(SETTLE, key_template=None, **kwargs)
