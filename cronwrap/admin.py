@@ -76,7 +76,7 @@ def run(ctx: typer.Context) -> int:
 def status(
     names: List[str] = typer.Argument(None, help="Jobs to show (default: all); one NAME shows its runs."),
     since: str = typer.Option("7d", help=SINCE_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print a JSON array of jobs (DESIGN §2.5)."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array of jobs."),
     db: Optional[str] = typer.Option(None, help=DB_HELP),
 ) -> int:
     """One row per job: last run, status, duration, last success, running runs, health."""

@@ -48,12 +48,25 @@ def resolve_dirs(environ: dict[str, str] | os._Environ, euid: int | None = None)
 def ensure_private_dir(path: Path) -> Path:
     """Create ``path`` (and parents) 0700 if missing; refuse one that another user could change."""
     try:
-        os.makedirs(path, mode=DIR_MODE, exist_ok=True)
+        _make_dirs(path)
         info = os.lstat(path)
     except OSError as exc:
         raise PathError(f"cannot create directory {path}: {exc.strerror}") from exc
     check_dir(path, info)
     return path
+
+
+def _make_dirs(path: Path) -> None:
+    """mkdir -p with 0700 for every directory created (os.makedirs gives parents 0777&umask)."""
+    missing = []
+    while not os.path.lexists(path):
+        missing.append(path)
+        path = path.parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, DIR_MODE)
+        except FileExistsError:
+            pass
 
 
 def check_dir(path: Path, info: os.stat_result) -> None:

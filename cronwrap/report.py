@@ -40,8 +40,9 @@ def assess(summary: JobSummary, now: datetime) -> tuple[str, str]:
     shown = last.shown_status(now)
     if shown in BAD_STATUSES:
         return CRITICAL, f"last run {shown}"
-    if shown == base.ABANDONED:
-        return WARNING, "last run abandoned (its runner is gone)"
+    abandoned = [r for r in summary.running if r.shown_status(now) == base.ABANDONED]
+    if abandoned:
+        return WARNING, f"run {abandoned[-1].run_id} abandoned (its runner is gone)"
     return OK, f"last run {shown}"
 
 

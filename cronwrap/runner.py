@@ -14,7 +14,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from cronwrap import locks, procs
+from cronwrap import locks, outbox, procs
 from cronwrap.errors import EXIT_CRONWRAP, LedgerError
 from cronwrap.ledger import base
 from cronwrap.ledger.base import Claim, ClaimRequest, Finish, JobInfo, Run
@@ -67,6 +67,7 @@ class Invocation:
         self.events = EventLog(self.log_dir)
         self.pid, self.pid_start = procs.self_identity()
         self.interactive = os.isatty(2)
+        self.replaced = False
 
     def event(self, event: str, run: Run | None = None, slot: Slot | None = None, **fields) -> None:
         common = {"job": self.spec.name, "host": self.spec.host, "pid": self.pid}
@@ -85,10 +86,11 @@ class Invocation:
 
     def request(self, slot: Slot) -> ClaimRequest:
         spec = self.spec
+        # After --overlap replace ended the holder of this very slot, the slot is run again.
         return ClaimRequest(
             job=JobInfo(spec.name), run_key=slot.run_key, scheduled_at=slot.scheduled_at,
             trigger=slot.trigger, host=spec.host, pid=self.pid, pid_start=self.pid_start,
-            lease=spec.lease, overlap_skip=spec.overlap != "allow", force=spec.force,
+            lease=spec.lease, overlap_skip=spec.overlap != "allow", force=spec.force or self.replaced,
             is_gone=lambda pid, start: not procs.is_alive(pid, start),
         )
 
@@ -96,26 +98,66 @@ class Invocation:
 def run(spec: JobSpec, environ: dict[str, str], now: float | None = None) -> int:
     inv = Invocation(spec, environ, time.time() if now is None else now)
     slot = minute_slot(inv.now)
-    ledger = open_ledger(spec.db, inv.dirs, exiting=True)
+    ledger = None
     try:
+        ledger = connect(inv)
         if spec.jitter > 0:
             import random
 
             time.sleep(random.uniform(0, spec.jitter))
         lock = take_lock(inv)
-        if lock is False:
-            return skip(inv, ledger.record_skip(inv.request(slot), base.OVERLAP), slot)
         try:
-            claim = claim_slot(inv, ledger, slot)
-            if claim.run is None:
-                return skip(inv, claim, slot)
-            return execute(inv, ledger, claim, lock)
+            return claim_and_execute(inv, ledger, slot, lock)
         finally:
             if lock:
                 lock.release()
     finally:
-        ledger.close()
+        if ledger is not None:
+            ledger.close()
         inv.events.close()
+
+
+def connect(inv: Invocation) -> base.Ledger | None:
+    """Open the ledger and deliver this host's waiting results; None: run unrecorded."""
+    try:
+        ledger = open_ledger(inv.spec.db, inv.dirs, exiting=True)
+        outbox.deliver(inv.dirs.state, inv.spec.db, ledger, inv.events.emit)
+        return ledger
+    except LedgerError as exc:
+        return unreachable(inv, exc)
+
+
+def unreachable(inv: Invocation, exc: LedgerError) -> None:
+    if inv.spec.on_db_error == "fail":
+        raise exc
+    inv.event("ledger_unreachable", error=str(exc), action="run-unrecorded")
+    sys.stderr.write(f"cronwrap: {exc}; running {inv.spec.name} unrecorded (--on-db-error "
+                     "run-unrecorded): only the local lock prevents overlaps\n")
+    return None
+
+
+def claim_and_execute(inv: Invocation, ledger: base.Ledger | None, slot: Slot,
+                      lock: locks.Lock | None | bool) -> int:
+    try:
+        if ledger is not None and lock is False:
+            return skip(inv, ledger.record_skip(inv.request(slot), base.OVERLAP), slot)
+        claim = claim_slot(inv, ledger, slot) if ledger is not None else None
+    except LedgerError as exc:
+        ledger = claim = unreachable(inv, exc)
+    if lock is False:
+        return skip(inv, Claim(run=None, skip_reason=base.OVERLAP), slot)
+    if claim is None:
+        claim = Claim(run=unrecorded_run(inv, slot))
+    elif claim.run is None:
+        return skip(inv, claim, slot)
+    return execute(inv, ledger, claim, lock or None)
+
+
+def unrecorded_run(inv: Invocation, slot: Slot) -> Run:
+    """A stand-in row for a run the ledger does not know about (id 0, fence 0)."""
+    return Run(run_id=0, job=inv.spec.name, run_key=slot.run_key, scheduled_at=slot.scheduled_at,
+               trigger=slot.trigger, status=base.RUNNING, attempt=1, host=inv.spec.host,
+               pid=inv.pid, fence=0)
 
 
 def take_lock(inv: Invocation) -> locks.Lock | None | bool:
@@ -134,7 +176,7 @@ def take_lock(inv: Invocation) -> locks.Lock | None | bool:
     elif spec.overlap == "replace" and not lock.try_acquire():
         holder = lock.holder()
         inv.event("replace", holder_pid=holder.pid if holder else None)
-        acquired = locks.replace_holder(lock, spec.signal, spec.kill_after or 10.0)
+        acquired = inv.replaced = locks.replace_holder(lock, spec.signal, spec.kill_after or 10.0)
     else:
         acquired = lock.try_acquire()
     if not acquired:
@@ -194,11 +236,13 @@ def execute(inv: Invocation, ledger: base.Ledger, claim: Claim, lock: locks.Lock
 
     spec, run = inv.spec, claim.run
     assert run is not None and run.fence is not None
-    log_file = output_path(inv.log_dir, spec.name, run.run_id, run.attempt)
+    log_id = run.run_id if ledger is not None else f"unrecorded-{int(inv.now)}"
+    log_file = output_path(inv.log_dir, spec.name, log_id, run.attempt)
     capture = OutputCapture(log_file, passthrough=spec.output == "passthrough")
     if capture.error:
         inv.events._report(capture.error)
-    inv.event("start", run=run, fence=run.fence, took_over=claim.took_over)
+    inv.event("start", run=run, fence=run.fence, took_over=claim.took_over,
+              recorded=ledger is not None)
     supervisor = Supervisor(
         SuperviseSpec(
             argv=spec.command, env=job_environment(inv, run), timeout=spec.timeout,
@@ -208,16 +252,19 @@ def execute(inv: Invocation, ledger: base.Ledger, claim: Claim, lock: locks.Lock
         on_output=capture,
         on_spawn=(lambda job: lock.set_job(job.pid, job.start_time)) if lock else None,
     )
-    heartbeat = Heartbeat(ledger, run, spec.lease, supervisor)
-    heartbeat.start()
+    heartbeat = Heartbeat(ledger, run, spec.lease, supervisor) if ledger is not None else None
+    if heartbeat:
+        heartbeat.start()
     try:
         outcome = supervisor.run()
     finally:
-        heartbeat.stop()
+        if heartbeat:
+            heartbeat.stop()
         capture.close()
     status = outcome.exit_status(spec.preserve_status)
-    result = finish_of(outcome, capture, log_file, heartbeat.lost)
-    record_finish(inv, ledger, run, result)
+    result = finish_of(outcome, capture, log_file, heartbeat is not None and heartbeat.lost)
+    if ledger is not None:
+        record_finish(inv, ledger, run, result)
     inv.event("timeout" if outcome.timed_out else "finish", run=run, status=result.status,
               exit_code=status, duration_ms=result.duration_ms, signal=outcome.signal,
               skip_reason=result.skip_reason, orphans=outcome.orphans,
@@ -236,8 +283,14 @@ def wrapper_usage() -> dict[str, int]:
     import resource
 
     usage = resource.getrusage(resource.RUSAGE_SELF)
+    peak = usage.ru_maxrss  # carried over fork+exec by Linux: VmHWM is this process's own
+    try:
+        with open("/proc/self/status") as f:
+            peak = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    except (OSError, StopIteration, ValueError):
+        pass
     return {"wrapper_cpu_ms": int((usage.ru_utime + usage.ru_stime) * 1000),
-            "wrapper_maxrss_kb": usage.ru_maxrss}
+            "wrapper_maxrss_kb": peak}
 
 
 def finish_of(outcome, capture: OutputCapture, log_file: Path, lease_lost: bool) -> Finish:
@@ -262,7 +315,9 @@ def finish_of(outcome, capture: OutputCapture, log_file: Path, lease_lost: bool)
 
 
 def record_finish(inv: Invocation, ledger: base.Ledger, run: Run, result: Finish) -> None:
-    """Once the job ran, a failure to record never changes the exit status: retry, report."""
+    """Once the job ran, a failure to record never changes the exit status: retry, then spool
+    the result to the outbox for the next invocation on this host to deliver."""
+    error = ""
     for attempt in range(FINISH_RETRIES):
         try:
             if not ledger.finish(run.run_id, run.fence, result):
@@ -271,8 +326,15 @@ def record_finish(inv: Invocation, ledger: base.Ledger, run: Run, result: Finish
             return
         except LedgerError as exc:
             error = str(exc)
-            time.sleep(0.2 * (attempt + 1))
-    inv.events._report(f"could not record the end of run {run.run_id}: {error}")
+            time.sleep(0.25 * (attempt + 1))
+    try:
+        path = outbox.spool(inv.dirs.state, inv.spec.db, run, result)
+    except Exception as exc:  # disk full, read-only: the exit status still comes back
+        inv.events._report(f"could not record or spool the end of run {run.run_id}: {error}; {exc}")
+        return
+    inv.event("spooled", run=run, status=result.status, outbox=str(path), error=error)
+    sys.stderr.write(f"cronwrap: could not record the end of run {run.run_id} ({error}); "
+                     "kept in the outbox for the next run on this host\n")
 
 
 def replay_output(log_file: Path) -> None:
@@ -307,12 +369,16 @@ class Heartbeat(threading.Thread):
     def run(self) -> None:
         last_ok = time.monotonic()
         while not self.stopped.wait(self.lease / 3):
-            try:
-                alive = self.ledger.heartbeat(self.run_row.run_id, self.run_row.fence, self.lease)
-                if alive:
-                    last_ok = time.monotonic()
-            except LedgerError:
-                alive = time.monotonic() - last_ok < self.lease
+            if time.monotonic() - last_ok >= self.lease:
+                alive = False  # e.g. this wrapper was stopped (SIGSTOP) past its lease
+            else:
+                try:
+                    alive = self.ledger.heartbeat(self.run_row.run_id, self.run_row.fence,
+                                                  self.lease)
+                    if alive:
+                        last_ok = time.monotonic()
+                except LedgerError:
+                    alive = time.monotonic() - last_ok < self.lease
             if not alive:
                 self.lost = True
                 self.supervisor.request_stop(base.LEASE_LOST)

@@ -164,12 +164,17 @@ OPTIONS: tuple[Option, ...] = (
            "(instead of 124/137).", "Timeout", default=False),
     Option("leave-orphans", "Leave descendants running when the main process exits (default: "
            "end them as a timeout would, and log it).", "Timeout", default=False),
-    Option("force", "Run even if this slot already succeeded (for a person testing by hand).",
+    Option("force", "Run even if this slot already ran, successfully or not (for a person "
+           "re-running by hand). A slot held by a live run is never taken.",
            "Slots", default=False),
     Option("db", "Ledger URL: sqlite:///PATH (default: the embedded ledger.db) or "
            "postgresql://… for several hosts.", "Ledger", ledger_url, "URL"),
-    Option("lease", "Lease of a claimed slot; renewed every lease/3 while the job runs.",
+    Option("lease", "Lease of a claimed slot; renewed every lease/3 while the job runs. A "
+           "runner that cannot renew it for a whole lease ends its job (lease_lost).",
            "Ledger", positive_duration, "DURATION", 120.0),
+    Option("on-db-error", "When the ledger cannot be reached before the run: fail (exit 125, "
+           "run nothing) or run-unrecorded (run under the local lock only, and say so in the "
+           "run log).", "Ledger", choice("fail", "run-unrecorded"), "fail|run-unrecorded", "fail"),
     Option("output", "passthrough: the job's output as it comes (default); on-failure: only "
            "when the run did not succeed (like chronic); quiet: captured only.", "Output",
            choice(*OUTPUT_MODES), "passthrough|on-failure|quiet", "passthrough"),

@@ -101,10 +101,19 @@ class SqlLedger(ABC):
         return self._run(row) if row else None
 
     def summaries(self, since: datetime, jobs: list[str] | None = None) -> list[JobSummary]:
+        """Four queries whatever the number of jobs (a query per job was 2,000 round trips)."""
         with self._tx(write=False) as cur:
-            rows = self._all(cur, "jobs")
-            wanted = [r for r in rows if jobs is None or r["name"] in jobs]
-            return [self._summary(cur, r, self._to_db(since)) for r in wanted]
+            rows = [r for r in self._all(cur, "overview") if jobs is None or r["name"] in jobs]
+            ids = [r["last_run_id"] for r in rows if r["last_run_id"] is not None]
+            last = {r["id"]: self._run(r) for r in self._all(cur, "runs_by_ids", ids=self._ids(ids))}
+            running: dict[str, list[Run]] = {}
+            for r in self._all(cur, "all_running"):
+                running.setdefault(r["job"], []).append(self._run(r))
+            counts: dict[str, dict[str, int]] = {}
+            for r in self._all(cur, "all_counts", since=self._to_db(since)):
+                counts.setdefault(r["job"], {})[r["status"]] = int(r["n"])
+        return [self._summary(r, last.get(r["last_run_id"]), running.get(r["name"], []),
+                              counts.get(r["name"], {})) for r in rows]
 
     def unlock(self, job: str) -> list[Run]:
         with self._tx() as cur:
@@ -153,18 +162,14 @@ class SqlLedger(ABC):
         return Claim(run=None, skip_reason=base.DUPLICATE if blocking is None else reason,
                      blocking=blocking or row)
 
-    def _summary(self, cur: Any, job: dict, since: Any) -> JobSummary:
-        name = job["name"]
-        last = self._one(cur, "last_run", job=name)
-        success = self._one(cur, "last_success", job=name)
-        running = [self._run(r) for r in self._all(cur, "running_of_job", job=name)]
-        counts = {r["status"]: int(r["n"]) for r in self._all(cur, "counts", job=name, since=since)}
+    def _summary(self, job: dict, last: Run | None, running: list[Run],
+                 counts: dict[str, int]) -> JobSummary:
         return JobSummary(
-            job=name, schedule=job["schedule"], tz=job["tz"], key_template=job["key_template"],
-            first_seen=self._from_db(job["first_seen"]), last_seen=self._from_db(job["last_seen"]),
-            last_run=self._run(last) if last else None,
-            last_success_at=self._from_db(success["finished_at"]) if success else None,
-            running=running, counts=counts,
+            job=job["name"], schedule=job["schedule"], tz=job["tz"],
+            key_template=job["key_template"], first_seen=self._from_db(job["first_seen"]),
+            last_seen=self._from_db(job["last_seen"]), last_run=last,
+            last_success_at=self._from_db(job["last_success_at"]), running=running,
+            counts=counts,
         )
 
     # -- rows ----------------------------------------------------------------------------
@@ -222,6 +227,10 @@ class SqlLedger(ABC):
     @abstractmethod
     def _from_db(self, value: Any) -> datetime | None:
         ...
+
+    def _ids(self, ids: list[int]) -> Any:
+        """A list of ids as one query parameter."""
+        return ids
 
     def _lease(self, seconds: float) -> Any:
         return seconds

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
@@ -90,6 +91,9 @@ class SqliteLedger(SqlLedger):
 
     def _from_db(self, value: Any) -> datetime | None:
         return None if value is None else datetime.fromtimestamp(value, timezone.utc)
+
+    def _ids(self, ids: list[int]) -> str:
+        return json.dumps(ids)  # read back with json_each: SQLite has no array parameters
 
     def _bool(self, value: bool) -> int:
         return int(value)

@@ -211,6 +211,14 @@ def test_runs_newest_first_and_summaries(ledger, clock):
     assert ledger.summaries(later)[0].counts == {}
 
 
+def test_a_skip_is_not_the_last_run(ledger):
+    run = ledger.claim(req("k1")).run
+    ledger.finish(run.run_id, run.fence, done("failed", 2))
+    ledger.record_skip(req("k2"), base.OVERLAP)
+    (summary,) = ledger.summaries(datetime.fromtimestamp(0, timezone.utc))
+    assert summary.last_run.run_key == "k1" and summary.counts == {"failed": 1, "skipped": 1}
+
+
 def test_unlock_expires_running_leases(ledger):
     run = ledger.claim(req()).run
     (released,) = ledger.unlock("settle")

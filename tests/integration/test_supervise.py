@@ -359,7 +359,9 @@ def on_output(fd, chunk):
     if fd == 1:
         digest.update(chunk)
 outcome = supervise(SuperviseSpec(sys.argv[1:], dict(os.environ)), on_output)
-max_rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork and exec, so a child of a big
+# pytest process would report pytest's peak.
+max_rss_kb = int([l for l in open("/proc/self/status") if l.startswith("VmHWM")][0].split()[1])
 print(json.dumps({{"status": outcome.exit_status(), "stdout": sizes[1], "stderr": sizes[2],
                   "sha256": digest.hexdigest(), "max_rss_kb": max_rss_kb}}))
 """

@@ -64,6 +64,10 @@ CREATE INDEX IF NOT EXISTS cronwrap_runs_job_status_id ON cronwrap_runs (job, st
 -- counts: an index-only scan per job over the --since window, which keeps `status` over a
 -- million runs within its budget.
 CREATE INDEX IF NOT EXISTS cronwrap_runs_job_created ON cronwrap_runs (job, created_at, status);
+-- The few running rows of the whole ledger, without touching a million finished ones: step 2
+-- of every claim, and "what runs anywhere now" for status.
+CREATE INDEX IF NOT EXISTS cronwrap_runs_running ON cronwrap_runs (job, id)
+  WHERE status = 'running';
 
 -- name: upsert_job
 -- Step 1 of the claim: ON CONFLICT DO UPDATE row-locks the job until commit, and a concurrent
@@ -129,16 +133,24 @@ SELECT * FROM cronwrap_runs WHERE job = %(job)s AND id = %(id)s
 -- name: jobs
 SELECT * FROM cronwrap_jobs ORDER BY name
 
--- name: last_run
-SELECT * FROM cronwrap_runs WHERE job = %(job)s ORDER BY id DESC LIMIT 1
+-- name: overview
+-- One row per job with its last run (skips are not runs) and its last success.
+SELECT j.*,
+  (SELECT r.id FROM cronwrap_runs r WHERE r.job = j.name AND r.status <> 'skipped'
+   ORDER BY r.id DESC LIMIT 1) AS last_run_id,
+  (SELECT r.finished_at FROM cronwrap_runs r WHERE r.job = j.name AND r.status = 'succeeded'
+   ORDER BY r.id DESC LIMIT 1) AS last_success_at
+FROM cronwrap_jobs j ORDER BY j.name
 
--- name: last_success
-SELECT finished_at FROM cronwrap_runs WHERE job = %(job)s AND status = 'succeeded'
-ORDER BY id DESC LIMIT 1
+-- name: runs_by_ids
+SELECT * FROM cronwrap_runs WHERE id = ANY(%(ids)s)
 
--- name: counts
-SELECT status, count(*) AS n FROM cronwrap_runs WHERE job = %(job)s AND created_at >= %(since)s
-GROUP BY status
+-- name: all_running
+SELECT * FROM cronwrap_runs WHERE status = 'running' ORDER BY id
+
+-- name: all_counts
+SELECT job, status, count(*) AS n FROM cronwrap_runs WHERE created_at >= %(since)s
+GROUP BY job, status
 
 -- name: unlock
 UPDATE cronwrap_runs SET locked_until = %(now)s WHERE job = %(job)s AND status = 'running'

@@ -98,14 +98,23 @@ SELECT * FROM runs WHERE job = :job AND id = :id
 -- name: jobs
 SELECT * FROM jobs ORDER BY name
 
--- name: last_run
-SELECT * FROM runs WHERE job = :job ORDER BY id DESC LIMIT 1
+-- name: overview
+-- One row per job with its last run (skips are not runs) and its last success.
+SELECT j.*,
+  (SELECT r.id FROM runs r WHERE r.job = j.name AND r.status <> 'skipped'
+   ORDER BY r.id DESC LIMIT 1) AS last_run_id,
+  (SELECT r.finished_at FROM runs r WHERE r.job = j.name AND r.status = 'succeeded'
+   ORDER BY r.id DESC LIMIT 1) AS last_success_at
+FROM jobs j ORDER BY j.name
 
--- name: last_success
-SELECT finished_at FROM runs WHERE job = :job AND status = 'succeeded' ORDER BY id DESC LIMIT 1
+-- name: runs_by_ids
+SELECT * FROM runs WHERE id IN (SELECT value FROM json_each(:ids))
 
--- name: counts
-SELECT status, count(*) AS n FROM runs WHERE job = :job AND created_at >= :since GROUP BY status
+-- name: all_running
+SELECT * FROM runs WHERE status = 'running' ORDER BY id
+
+-- name: all_counts
+SELECT job, status, count(*) AS n FROM runs WHERE created_at >= :since GROUP BY job, status
 
 -- name: unlock
 UPDATE runs SET locked_until = :now WHERE job = :job AND status = 'running' RETURNING *
