@@ -158,6 +158,27 @@ def unlock(
     return 0
 
 
+@cli.command()
+def explain(
+    expression: str = typer.Argument(..., help="A cron expression (5 fields or @daily etc.), quoted."),
+    tz: Optional[str] = typer.Option(None, "--tz", help="Zone of the expression (default: CRON_TZ, TZ, the system zone)."),
+    count: int = typer.Option(5, "--count", min=0, max=1000, help="How many fire times to show."),
+    start: Optional[str] = typer.Option(None, "--from", help="Start after this time (ISO 8601; default: now)."),
+    as_json: bool = typer.Option(False, "--json", help='Print {"expression", "tz", "next", "warnings"}.'),
+) -> int:
+    """The next fire times of a schedule, and what a person should know about it."""
+    from cronwrap import report, schedule as sched
+
+    zone, zone_name = sched.resolve_zone(tz, os.environ, sched.system_zone_name())
+    begin = sched.parse_timestamp(start, zone, "--from") if start else _now()
+    result = sched.explain(expression, zone, zone_name, sched.system_zone_name(), begin, count)
+    if as_json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        report.render_explain(result)
+    return 0
+
+
 db_cli = typer.Typer(help="The ledger's schema.", no_args_is_help=True)
 cli.add_typer(db_cli, name="db")
 

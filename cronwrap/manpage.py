@@ -150,7 +150,8 @@ def option_groups() -> list[tuple[str, list[spec.Option]]]:
 
 def job_variables() -> list[str]:
     """The variables cronwrap adds to the job's environment, asked of the runner itself."""
-    inv = SimpleNamespace(environ={}, spec=SimpleNamespace(env_extra={}, host="HOST"))
+    inv = SimpleNamespace(environ={}, spec=SimpleNamespace(env_extra={}, host="HOST"),
+                          timing=runner.Timing(None, None))
     run = SimpleNamespace(job="JOB", run_id=1, run_key="KEY", attempt=1, trigger="schedule",
                           fence=1, scheduled_at=datetime(2026, 1, 1, tzinfo=timezone.utc))
     return list(runner.job_environment(inv, run))  # type: ignore[arg-type]

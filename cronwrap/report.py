@@ -32,9 +32,17 @@ class JobReport:
         return [r for r in self.summary.running if r.locked_until and r.locked_until > self.now]
 
 
-def assess(summary: JobSummary, now: datetime) -> tuple[str, str]:
+LATE_GRACE = timedelta(seconds=90)  # the slot-mapping tolerance: a firing may still come
+MAX_LATE = 1000
+
+
+def assess(summary: JobSummary, now: datetime, missed: int = 0, late: int = 0) -> tuple[str, str]:
     """Health of a job and a few words of why."""
     last = summary.last_run
+    if late:
+        return CRITICAL, f"late: {late} slot{'s' if late > 1 else ''} passed without a run"
+    if missed:
+        return CRITICAL, f"{missed} missed slot{'s' if missed > 1 else ''} in the window"
     if last is None:
         return OK, "no runs yet"
     shown = last.shown_status(now)
@@ -50,9 +58,35 @@ def job_reports(ledger: base.Ledger, since: datetime, names: list[str] | None,
                 now: datetime) -> list[JobReport]:
     reports = []
     for summary in ledger.summaries(since, names):
-        health, why = assess(summary, now)
-        reports.append(JobReport(summary=summary, health=health, why=why, now=now))
+        next_due, late = schedule_state(summary, now)
+        missed = summary.counts.get(base.MISSED, 0) + late
+        health, why = assess(summary, now, missed, late)
+        reports.append(JobReport(summary=summary, health=health, why=why, now=now,
+                                 next_due_at=next_due, missed=missed))
     return reports
+
+
+def schedule_state(summary: JobSummary, now: datetime) -> tuple[datetime | None, int]:
+    """The next due slot, and how many slots passed since the job was last seen (no host
+    fired them: they are late, and will be recorded missed by the next firing)."""
+    if not summary.schedule:
+        return None, 0
+    from cronwrap import schedule as sched
+    from cronwrap.errors import CronwrapError
+
+    try:
+        zone = sched.load_zone(summary.tz or "UTC")
+        plan = sched.Schedule.parse(summary.schedule, zone, summary.tz)
+    except CronwrapError:
+        return None, 0  # a schedule this version cannot read: show the rest
+    late = 0
+    if summary.last_slot is None:
+        return plan.next_after(now), 0
+    for _ in plan.slots_between(summary.last_slot, now - LATE_GRACE):
+        late += 1
+        if late >= MAX_LATE:
+            break
+    return plan.next_after(now), late
 
 
 def run_json(run: Run | None, now: datetime) -> dict | None:
@@ -102,7 +136,7 @@ def render_status(reports: list[JobReport], now: datetime) -> None:
 
     table = Table(box=None, header_style="bold")
     for column in ("JOB", "LAST RUN", "STATUS", "EXIT", "DURATION", "LAST SUCCESS",
-                   "RUNNING", "HEALTH"):
+                   "NEXT DUE", "RUNNING", "HEALTH"):
         table.add_column(column)
     for rep in reports:
         s, last = rep.summary, rep.summary.last_run
@@ -112,14 +146,14 @@ def render_status(reports: list[JobReport], now: datetime) -> None:
             s.job, ago(last.started_at or last.scheduled_at, now) if last else "-",
             status_label(last, now) if last else "-",
             "-" if last is None or last.exit_code is None else str(last.exit_code),
-            duration_text(last), ago(s.last_success_at, now), running,
+            duration_text(last), ago(s.last_success_at, now), ago(rep.next_due_at, now), running,
             f"[{_HEALTH[rep.health]}]{rep.health}[/] {rep.why}",
         )
-    console = Console()
+    out = console()
     if not reports:
-        console.print("no jobs recorded yet: run one with cronwrap run -n NAME -- COMMAND")
+        out.print("no jobs recorded yet: run one with cronwrap run -n NAME -- COMMAND")
         return
-    console.print(table)
+    out.print(table)
 
 
 def render_runs(runs: list[Run], now: datetime) -> None:
@@ -136,11 +170,31 @@ def render_runs(runs: list[Run], now: datetime) -> None:
             r.host or "-", ago(r.started_at, now), duration_text(r),
             "-" if r.exit_code is None else str(r.exit_code), str(r.fence or "-"),
         )
-    Console().print(table)
+    out = console()
+    out.print(table)
     last_bad = next((r for r in runs if r.status in BAD_STATUSES and r.error_tail), None)
     if last_bad is not None:
-        Console().print(f"\n[bold]last output of run {last_bad.run_id} ({last_bad.status}):[/]")
-        Console().print(last_bad.error_tail.rstrip()[-1500:], markup=False, highlight=False)
+        out.print(f"\n[bold]last output of run {last_bad.run_id} ({last_bad.status}):[/]")
+        out.print(last_bad.error_tail.rstrip()[-1500:], markup=False, highlight=False)
+
+
+def console():
+    import sys
+
+    from rich.console import Console
+
+    # Piped or captured output (cron mail, scripts, tests) gets a wide fixed width.
+    return Console(width=None if sys.stdout.isatty() else 160)
+
+
+def render_explain(result) -> None:
+    out = console()
+    out.print(f"[bold]{result.expression}[/] in {result.tz}" +
+              (f" (= {result.cron})" if result.cron and result.cron != result.expression else ""))
+    for t in result.next:
+        out.print(f"  {t.isoformat()}  {t:%a}", highlight=False)
+    for warning in result.warnings:
+        out.print(f"[yellow]warning:[/] {warning}", highlight=False)
 
 
 def since_of(now: datetime, seconds: float) -> datetime:

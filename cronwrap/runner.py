@@ -11,11 +11,11 @@ import os
 import sys
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from cronwrap import locks, outbox, procs
-from cronwrap.errors import EXIT_CRONWRAP, LedgerError
+from cronwrap.errors import LedgerError, UsageError
 from cronwrap.ledger import base
 from cronwrap.ledger.base import Claim, ClaimRequest, Finish, JobInfo, Run
 from cronwrap.paths import Dirs, check_parent, ensure_private_dir, resolve_dirs
@@ -28,15 +28,73 @@ WAIT_POLL = 1.0
 
 
 class Slot(Record):
-    """The slot a firing acts for: its run key, its original time, and why it runs."""
+    """A slot a firing acts for: its run key, its original time (in the job's zone), and why
+    it runs (schedule, catchup, manual)."""
 
     __slots__ = ("run_key", "scheduled_at", "trigger")
+
+
+class Timing(Record):
+    """``--schedule`` resolved: the Schedule (None without one) and the zone's name."""
+
+    __slots__ = ("schedule", "zone_name")
 
 
 def minute_slot(now: float) -> Slot:
     """Without a schedule a firing's slot is its minute (cron's own granularity)."""
     start = datetime.fromtimestamp(now - now % 60, timezone.utc)
-    return Slot(start.strftime("%Y-%m-%dT%H:%M:%SZ"), start, "schedule")
+    return Slot(start.strftime("%Y-%m-%dT%H:%M:%SZ"), start.astimezone(), "schedule")
+
+
+def resolve_timing(spec: JobSpec, environ: dict[str, str]) -> Timing:
+    """Validate --schedule/--tz/--key/--date/--at before anything runs."""
+    if spec.schedule is None:
+        for option in ("date", "at", "key"):
+            if getattr(spec, option) is not None:
+                raise UsageError(f"--{option} needs --schedule (the slots come from it)")
+        return Timing(None, None)
+    from cronwrap import schedule as sched
+
+    zone, zone_name = sched.resolve_zone(spec.tz, environ, sched.system_zone_name())
+    if spec.key is not None:
+        sched.validate_key_template(spec.key)
+    if spec.date is not None and spec.at is not None:
+        raise UsageError("--date and --at both name a slot: give one of them")
+    return Timing(sched.Schedule.parse(spec.schedule, zone, zone_name), zone_name)
+
+
+def firing_slots(inv: Invocation, ledger: base.Ledger | None, timing: Timing) -> list[Slot]:
+    """The slots this firing runs, in order: catch-ups oldest first, then its own slot."""
+    spec = inv.spec
+    if timing.schedule is None:
+        return [minute_slot(inv.now)]
+    from cronwrap import catchup
+
+    if spec.date is not None or spec.at is not None:
+        run = catchup.plan_manual(timing.schedule, date=spec.date, at=spec.at, key_template=spec.key)
+        return [Slot(run.run_key, run.slot, run.trigger)]
+    now = datetime.fromtimestamp(inv.now, timezone.utc)
+    last_seen, known = None, set()
+    if ledger is not None:
+        back = spec.catchup_window or 400 * 86400.0
+        last_seen, known = ledger.slot_history(spec.name, now - timedelta(seconds=back))
+    plan = catchup.plan_firing(
+        timing.schedule, now, key_template=spec.key, last_seen=last_seen, known_keys=known,
+        policy=spec.catchup, window=spec.catchup_window, max_catchup=spec.max_catchup)
+    for warning in plan.warnings:
+        inv.event("warning", message=warning, skew_s=round(plan.skew_seconds, 3))
+        sys.stderr.write(f"cronwrap: {spec.name}: {warning}\n")  # loudly: cron mails it
+    if plan.marks and ledger is not None:
+        record_marks(inv, ledger, timing, plan.marks)
+    return [Slot(r.run_key, r.slot, r.trigger) for r in plan.runs]
+
+
+def record_marks(inv: Invocation, ledger: base.Ledger, timing: Timing, marks) -> None:
+    req = inv.request(Slot(marks[0].run_key, marks[0].slot, "schedule"))
+    ledger.record_marks(req, [(m.run_key, m.slot, m.status, m.reason) for m in marks])
+    for m in marks:
+        inv.event(m.status if m.status == base.MISSED else "skip", run_key=m.run_key,
+                  scheduled_at=base.iso(m.slot), status=m.status, skip_reason=m.reason)
 
 
 def open_ledger(url: str | None, dirs: Dirs, exiting: bool = False) -> base.Ledger:
@@ -58,8 +116,10 @@ def open_ledger(url: str | None, dirs: Dirs, exiting: bool = False) -> base.Ledg
 class Invocation:
     """State shared by the steps of one ``run``."""
 
-    def __init__(self, spec: JobSpec, environ: dict[str, str], now: float) -> None:
+    def __init__(self, spec: JobSpec, environ: dict[str, str], now: float,
+                 timing: Timing | None = None) -> None:
         self.spec = spec
+        self.timing = timing or Timing(None, None)
         self.environ = environ
         self.now = now
         self.dirs = resolve_dirs(environ)
@@ -79,16 +139,17 @@ class Invocation:
                           scheduled_at=base.iso(slot.scheduled_at))
         self.events.emit(event, **common, **fields)
 
-    def say(self, message: str) -> None:
+    def say(self, message: str, always: bool = False) -> None:
         """Messages for a person at a terminal; from cron they would only make mail."""
-        if self.interactive:
+        if self.interactive or always:
             sys.stderr.write(f"cronwrap: {message}\n")
 
     def request(self, slot: Slot) -> ClaimRequest:
         spec = self.spec
         # After --overlap replace ended the holder of this very slot, the slot is run again.
         return ClaimRequest(
-            job=JobInfo(spec.name), run_key=slot.run_key, scheduled_at=slot.scheduled_at,
+            job=JobInfo(spec.name, spec.schedule, self.timing.zone_name, spec.key),
+            run_key=slot.run_key, scheduled_at=slot.scheduled_at,
             trigger=slot.trigger, host=spec.host, pid=self.pid, pid_start=self.pid_start,
             lease=spec.lease, overlap_skip=spec.overlap != "allow", force=spec.force or self.replaced,
             is_gone=lambda pid, start: not procs.is_alive(pid, start),
@@ -96,8 +157,8 @@ class Invocation:
 
 
 def run(spec: JobSpec, environ: dict[str, str], now: float | None = None) -> int:
-    inv = Invocation(spec, environ, time.time() if now is None else now)
-    slot = minute_slot(inv.now)
+    timing = resolve_timing(spec, environ)
+    inv = Invocation(spec, environ, time.time() if now is None else now, timing)
     ledger = None
     try:
         ledger = connect(inv)
@@ -107,7 +168,7 @@ def run(spec: JobSpec, environ: dict[str, str], now: float | None = None) -> int
             time.sleep(random.uniform(0, spec.jitter))
         lock = take_lock(inv)
         try:
-            return claim_and_execute(inv, ledger, slot, lock)
+            return run_slots(inv, ledger, timing, lock)
         finally:
             if lock:
                 lock.release()
@@ -134,6 +195,21 @@ def unreachable(inv: Invocation, exc: LedgerError) -> None:
     sys.stderr.write(f"cronwrap: {exc}; running {inv.spec.name} unrecorded (--on-db-error "
                      "run-unrecorded): only the local lock prevents overlaps\n")
     return None
+
+
+def run_slots(inv: Invocation, ledger: base.Ledger | None, timing: Timing,
+              lock: locks.Lock | None | bool) -> int:
+    """Run each slot of the firing under the one lock. The exit status is the first failing
+    run's, else the last run's (a failed catch-up is not hidden by a good current slot)."""
+    try:
+        slots = firing_slots(inv, ledger, timing)
+    except LedgerError as exc:
+        ledger = unreachable(inv, exc)
+        slots = firing_slots(inv, None, timing)
+    if lock is False:
+        slots = slots[-1:]  # the lock is busy: record the firing's own slot as skipped
+    statuses = [claim_and_execute(inv, ledger, slot, lock) for slot in slots]
+    return next((s for s in statuses if s != 0), statuses[-1] if statuses else 0)
 
 
 def claim_and_execute(inv: Invocation, ledger: base.Ledger | None, slot: Slot,
@@ -208,7 +284,8 @@ def skip(inv: Invocation, claim: Claim, slot: Slot) -> int:
     inv.event("skip", slot=slot, **fields)
     if reason == base.DUPLICATE and blocking is not None and blocking.status != base.RUNNING:
         inv.say(f"{inv.spec.name}: slot {slot.run_key} already ran (run {blocking.run_id}, "
-                f"{blocking.status}); nothing to do. Use --force to run it again.")
+                f"{blocking.status}); nothing to do. Use --force to run it again.",
+                always=slot.trigger == "manual")
     elif blocking is not None:
         inv.say(f"{inv.spec.name}: run {blocking.run_id} is still running on {blocking.host} "
                 f"(pid {blocking.pid}); skipped ({reason}).")
@@ -220,7 +297,8 @@ def skip(inv: Invocation, claim: Claim, slot: Slot) -> int:
 def job_environment(inv: Invocation, run: Run) -> dict[str, str]:
     env = dict(inv.environ)
     env.update(inv.spec.env_extra)
-    scheduled = run.scheduled_at.astimezone() if run.scheduled_at else None
+    zone = inv.timing.schedule.zone if inv.timing.schedule else None
+    scheduled = run.scheduled_at.astimezone(zone) if run.scheduled_at else None
     env.update(
         CRONWRAP_JOB=run.job, CRONWRAP_RUN_ID=str(run.run_id), CRONWRAP_RUN_KEY=run.run_key,
         CRONWRAP_SCHEDULED_AT=scheduled.isoformat() if scheduled else "",

@@ -102,6 +102,19 @@ def ledger_url(text: str, label: str) -> str:
                      f"{len(text)} characters that is neither)")
 
 
+def text_value(text: str, label: str) -> str:
+    """Checked later, where its meaning is known (a schedule needs its zone)."""
+    if not text.strip() or "\0" in text or "\n" in text:
+        raise UsageError(f"{label}: {text!r} is empty or holds a NUL or newline")
+    return text
+
+
+def count(text: str, label: str) -> int:
+    if not text.isdigit() or int(text) > 1_000_000:
+        raise UsageError(f"{label}: {text!r} is not a count (0, 1, 2, …)")
+    return int(text)
+
+
 def flag(text: str, label: str) -> bool:
     value = text.strip().lower()
     if value in ("1", "true", "yes", "on"):
@@ -164,9 +177,29 @@ OPTIONS: tuple[Option, ...] = (
            "(instead of 124/137).", "Timeout", default=False),
     Option("leave-orphans", "Leave descendants running when the main process exits (default: "
            "end them as a timeout would, and log it).", "Timeout", default=False),
+    Option("schedule", "The job's cron expression (5 fields, or @hourly @daily @midnight "
+           "@weekly @monthly @yearly @annually): a firing maps to the slot at or just before "
+           "its clock, so hosts seconds apart claim one slot; missed slots can be caught up.",
+           "Slots", text_value, "EXPR"),
+    Option("tz", "Zone of --schedule (default: CRON_TZ, then TZ, then the system zone).",
+           "Slots", text_value, "ZONE"),
+    Option("key", "Run key template: strftime of the slot in its zone, e.g. %Y-%m-%d for once "
+           "per day (default: the slot's instant in UTC).", "Slots", text_value, "TEMPLATE"),
+    Option("date", "Run the slot of this day by hand (the schedule's time of day in its zone); "
+           "the job sees that slot's time. Needs --schedule.", "Slots", text_value, "YYYY-MM-DD"),
+    Option("at", "Run the slot at this time by hand (ISO 8601; without an offset, in the "
+           "schedule's zone). Needs --schedule.", "Slots", text_value, "TIMESTAMP"),
     Option("force", "Run even if this slot already ran, successfully or not (for a person "
            "re-running by hand). A slot held by a live run is never taken.",
            "Slots", default=False),
+    Option("catchup", "Slots that never ran (host down, cron stopped): none records them "
+           "missed; latest runs only the newest; all runs them oldest first. Each runs with "
+           "its own key and original time.", "Catch-up", choice("none", "latest", "all"),
+           "none|latest|all", "none"),
+    Option("catchup-window", "Missed slots older than this are recorded skipped (too_late) "
+           "instead; 0 means no limit.", "Catch-up", duration, "DURATION", 0.0),
+    Option("max-catchup", "At most this many catch-up runs per firing (the rest are recorded "
+           "missed).", "Catch-up", count, "N", 10),
     Option("db", "Ledger URL: sqlite:///PATH (default: the embedded ledger.db) or "
            "postgresql://… for several hosts.", "Ledger", ledger_url, "URL"),
     Option("lease", "Lease of a claimed slot; renewed every lease/3 while the job runs. A "

@@ -115,8 +115,8 @@ class Finish(Record):
 class JobSummary(Record):
     """What ``status`` shows for one job."""
 
-    __slots__ = ("job", "schedule", "tz", "key_template", "first_seen", "last_seen", "last_run",
-                 "last_success_at", "running", "counts")
+    __slots__ = ("job", "schedule", "tz", "key_template", "first_seen", "last_seen", "last_slot",
+                 "last_run", "last_success_at", "running", "counts")
 
 
 class Ledger(Protocol):
@@ -134,6 +134,14 @@ class Ledger(Protocol):
     def record_skip(self, req: ClaimRequest, reason: str) -> Claim:
         """The local lock is busy: record ``skipped``/``reason`` for a new key, or report
         ``duplicate`` with the existing row. Never takes a row."""
+
+    def slot_history(self, job: str, since: datetime) -> tuple[datetime | None, set[str]]:
+        """The newest scheduled slot seen for ``job`` (None: none yet; manual runs do not
+        count), and its run keys of slots scheduled since ``since`` (for catch-up planning)."""
+
+    def record_marks(self, req: ClaimRequest, marks: list) -> int:
+        """Record slots that will not run — (run_key, scheduled_at, status, reason), status
+        ``missed`` or ``skipped``/``too_late`` — where the slot has no row yet."""
 
     def heartbeat(self, run_id: int, fence: int, lease: float) -> bool:
         """Extend the lease of a row still held with ``fence``; False when it was lost."""

@@ -71,6 +71,32 @@ class SqlLedger(ABC):
             self._upsert_job(cur, req, now)
             return self._insert_skip(cur, req, reason, now, blocking=None)
 
+    def slot_history(self, job: str, since: datetime) -> tuple[datetime | None, set[str]]:
+        """The newest scheduled slot the ledger has seen for ``job`` (None: none yet), and its
+        run keys of slots since ``since``."""
+        with self._tx(write=False) as cur:
+            row = self._one(cur, "job_by_name", job=job)
+            if row is None or row["last_slot"] is None:
+                return None, set()
+            keys = {r["run_key"] for r in self._all(cur, "keys_since", job=job,
+                                                     since=self._to_db(since))}
+        return self._from_db(row["last_slot"]), keys
+
+    def record_marks(self, req: ClaimRequest, marks: list[tuple[str, datetime, str, str | None]]
+                     ) -> int:
+        """Record slots that will not run — (run_key, scheduled_at, status, reason) — unless
+        the slot already has a row. Returns how many were recorded."""
+        recorded = 0
+        with self._tx() as cur:
+            now = self._db_now(cur)
+            self._upsert_job(cur, req, now, max((m[1] for m in marks), default=None))
+            for key, scheduled_at, status, reason in marks:
+                recorded += self._one(
+                    cur, "insert_run", job=req.job.name, run_key=key,
+                    scheduled_at=self._to_db(scheduled_at), trigger="schedule", status=status,
+                    skip_reason=reason, host=req.host, now=now) is not None
+        return recorded
+
     def heartbeat(self, run_id: int, fence: int, lease: float) -> bool:
         with self._tx() as cur:
             now = self._db_now(cur)
@@ -126,10 +152,13 @@ class SqlLedger(ABC):
 
     # -- steps ---------------------------------------------------------------------------
 
-    def _upsert_job(self, cur: Any, req: ClaimRequest, now: Any) -> None:
+    def _upsert_job(self, cur: Any, req: ClaimRequest, now: Any,
+                    last_slot: datetime | None = None) -> None:
         job = req.job
+        if last_slot is None and req.trigger != "manual":  # a manual run is not the schedule
+            last_slot = req.scheduled_at
         self._exec(cur, "upsert_job", job=job.name, schedule=job.schedule, tz=job.tz,
-                   key_template=job.key_template, now=now)
+                   key_template=job.key_template, now=now, last_slot=self._to_db(last_slot))
 
     def _live_runs(self, cur: Any, req: ClaimRequest, now: Any) -> list[Run]:
         """Running rows with a live lease; this host's rows whose wrapper is gone expire now."""
@@ -167,7 +196,8 @@ class SqlLedger(ABC):
         return JobSummary(
             job=job["name"], schedule=job["schedule"], tz=job["tz"],
             key_template=job["key_template"], first_seen=self._from_db(job["first_seen"]),
-            last_seen=self._from_db(job["last_seen"]), last_run=last,
+            last_seen=self._from_db(job["last_seen"]), last_slot=self._from_db(job["last_slot"]),
+            last_run=last,
             last_success_at=self._from_db(job["last_success_at"]), running=running,
             counts=counts,
         )

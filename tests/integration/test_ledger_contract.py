@@ -232,3 +232,22 @@ def test_names_with_quotes_and_unicode_are_plain_data(ledger):
     run = ledger.claim(req("k'1", job=job)).run
     assert ledger.get_run(job, run.run_id).job == job
     assert ledger.summaries(datetime.fromtimestamp(0, timezone.utc))[0].job == job
+
+
+def test_slot_history_and_marks(ledger, clock):
+    since = datetime.fromtimestamp(T0 - 3600, timezone.utc)
+    assert ledger.slot_history("settle", since) == (None, set())
+    slot = datetime.fromtimestamp(T0 - 60, timezone.utc)
+    marks = [("m1", slot, "missed", None), ("m2", slot, "skipped", "too_late")]
+    assert ledger.record_marks(req("k0"), marks) == 2
+    assert ledger.record_marks(req("k0"), marks) == 0  # a slot with a row keeps it
+    last_slot, keys = ledger.slot_history("settle", since)
+    assert last_slot == slot and keys == {"m1", "m2"}
+    ledger.claim(req("later", scheduled_at=slot + timedelta(hours=1)))
+    ledger.claim(req("by-hand", trigger="manual", scheduled_at=slot + timedelta(days=9),
+                     overlap_skip=False))
+    assert ledger.slot_history("settle", since)[0] == slot + timedelta(hours=1)
+    rows = {r.run_key: r for r in ledger.runs("settle")}
+    assert (rows["m2"].status, rows["m2"].skip_reason) == ("skipped", "too_late")
+    claim = ledger.claim(req("m1", trigger="catchup", overlap_skip=False))  # still runnable
+    assert claim.run.trigger == "catchup" and claim.run.attempt == 1

@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS cronwrap_jobs (
   settings text,
   fence bigint NOT NULL DEFAULT 0,
   first_seen timestamptz NOT NULL,
-  last_seen timestamptz NOT NULL
+  last_seen timestamptz NOT NULL,
+  last_slot timestamptz
 );
 CREATE TABLE IF NOT EXISTS cronwrap_runs (
   id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -74,11 +75,14 @@ CREATE INDEX IF NOT EXISTS cronwrap_runs_running ON cronwrap_runs (job, id)
 -- first INSERT of the same name waits on the primary key for the same lock, so claims of one
 -- job are serialised without a separate SELECT ... FOR UPDATE. Later statements of the
 -- transaction (READ COMMITTED) see what the previous holder committed.
-INSERT INTO cronwrap_jobs (name, schedule, tz, key_template, first_seen, last_seen)
-VALUES (%(job)s, %(schedule)s, %(tz)s, %(key_template)s, %(now)s, %(now)s)
+-- last_slot: the newest scheduled slot seen (catch-up planning and "late" count slots after it;
+-- slot times come from the hosts' clocks, so planning never mixes in the database's clock).
+INSERT INTO cronwrap_jobs (name, schedule, tz, key_template, first_seen, last_seen, last_slot)
+VALUES (%(job)s, %(schedule)s, %(tz)s, %(key_template)s, %(now)s, %(now)s, %(last_slot)s)
 ON CONFLICT (name) DO UPDATE SET
   schedule = excluded.schedule, tz = excluded.tz,
-  key_template = excluded.key_template, last_seen = excluded.last_seen
+  key_template = excluded.key_template, last_seen = excluded.last_seen,
+  last_slot = GREATEST(cronwrap_jobs.last_slot, excluded.last_slot)
 
 -- name: running_of_job
 SELECT * FROM cronwrap_runs WHERE job = %(job)s AND status = 'running' ORDER BY id
@@ -132,6 +136,12 @@ SELECT * FROM cronwrap_runs WHERE job = %(job)s AND id = %(id)s
 
 -- name: jobs
 SELECT * FROM cronwrap_jobs ORDER BY name
+
+-- name: job_by_name
+SELECT * FROM cronwrap_jobs WHERE name = %(job)s
+
+-- name: keys_since
+SELECT run_key FROM cronwrap_runs WHERE job = %(job)s AND scheduled_at >= %(since)s
 
 -- name: overview
 -- One row per job with its last run (skips are not runs) and its last success.

@@ -10,7 +10,8 @@ CREATE TABLE IF NOT EXISTS jobs (
   settings TEXT,
   fence INTEGER NOT NULL DEFAULT 0,
   first_seen REAL NOT NULL,
-  last_seen REAL NOT NULL
+  last_seen REAL NOT NULL,
+  last_slot REAL
 );
 CREATE TABLE IF NOT EXISTS runs (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -43,11 +44,14 @@ CREATE INDEX IF NOT EXISTS runs_job_status_id ON runs (job, status, id);
 CREATE INDEX IF NOT EXISTS runs_job_created ON runs (job, created_at, status);
 
 -- name: upsert_job
-INSERT INTO jobs (name, schedule, tz, key_template, first_seen, last_seen)
-VALUES (:job, :schedule, :tz, :key_template, :now, :now)
+-- last_slot: the newest scheduled slot seen (catch-up planning and "late" count slots after it).
+INSERT INTO jobs (name, schedule, tz, key_template, first_seen, last_seen, last_slot)
+VALUES (:job, :schedule, :tz, :key_template, :now, :now, :last_slot)
 ON CONFLICT (name) DO UPDATE SET
   schedule = excluded.schedule, tz = excluded.tz,
-  key_template = excluded.key_template, last_seen = excluded.last_seen
+  key_template = excluded.key_template, last_seen = excluded.last_seen,
+  last_slot = CASE WHEN jobs.last_slot IS NULL OR excluded.last_slot > jobs.last_slot
+                   THEN coalesce(excluded.last_slot, jobs.last_slot) ELSE jobs.last_slot END
 
 -- name: running_of_job
 SELECT * FROM runs WHERE job = :job AND status = 'running' ORDER BY id
@@ -97,6 +101,12 @@ SELECT * FROM runs WHERE job = :job AND id = :id
 
 -- name: jobs
 SELECT * FROM jobs ORDER BY name
+
+-- name: job_by_name
+SELECT * FROM jobs WHERE name = :job
+
+-- name: keys_since
+SELECT run_key FROM runs WHERE job = :job AND scheduled_at >= :since
 
 -- name: overview
 -- One row per job with its last run (skips are not runs) and its last success.

@@ -1,0 +1,304 @@
+"""After the run: ``--on-failure``/``--on-success`` hooks and healthchecks-style ``--ping``.
+
+Once the job has run, nothing here may change its exit status or hold cronwrap up for long:
+``run_hook`` never raises and is bounded by its timeout; ``Pinger`` sends each ping from a
+daemon thread and ``wait`` gives them a bounded chance before cronwrap exits. Failures come
+back as results and one-line messages for the run log.
+
+subprocess and urllib are imported only when a hook or ping is actually used (urllib.request
+alone costs ~17 ms of import).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+from cronwrap.errors import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SIGNAL_BASE, UsageError
+from cronwrap.record import Record
+
+TAIL_BYTES = 4096  # of a hook's output kept, and of the job's output given to a hook
+PING_BODY_BYTES = 10 * 1024
+KILL_GRACE = 2.0  # seconds between TERM and KILL for a hook that overstays its timeout
+DRAIN_AFTER_EXIT = 0.5  # seconds to read what a hook's leftover children still write
+PING_BACKOFF = (0.5, 1.0)  # pauses before the retries of a ping, then 1 s for any further one
+
+
+# -- hooks -------------------------------------------------------------------------------------
+
+class HookResult(Record):
+    """exit_code: the shell's status (128+N when ended by signal N, 126/127 when it could not
+    be started); timed_out: it overstayed its timeout and was ended; duration: seconds;
+    output_tail: the last TAIL_BYTES of its stdout+stderr, as text."""
+
+    __slots__ = ("exit_code", "timed_out", "duration", "output_tail")
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+def hook_env(run_env: dict[str, str], status: str, exit_code: int | None,
+             duration_ms: int | float | None, output_tail: str | bytes | None) -> dict[str, str]:
+    """The job's environment (DESIGN §2.3) plus what a hook needs to know about the run.
+    Unknown values are empty strings; the output tail is cut to its last 4 KiB, NULs removed
+    (an environment string cannot hold one)."""
+    env = dict(run_env)
+    env["CRONWRAP_STATUS"] = status
+    env["CRONWRAP_EXIT_CODE"] = "" if exit_code is None else str(exit_code)
+    env["CRONWRAP_DURATION_MS"] = "" if duration_ms is None else str(int(duration_ms))
+    env["CRONWRAP_OUTPUT_TAIL"] = tail_text(output_tail or b"", TAIL_BYTES).replace("\0", "")
+    return env
+
+
+def tail_text(data: str | bytes, limit: int) -> str:
+    """The last ``limit`` bytes of ``data`` as UTF-8 text, never starting mid-character."""
+    raw = data.encode("utf-8", "replace") if isinstance(data, str) else data
+    if len(raw) > limit:
+        raw = raw[-limit:]
+        skip = 0
+        while skip < min(3, len(raw)) and raw[skip] & 0xC0 == 0x80:  # continuation bytes
+            skip += 1
+        raw = raw[skip:]
+    return raw.decode("utf-8", "replace")
+
+
+def run_hook(command: str, env: dict[str, str], timeout: float) -> HookResult:
+    """Run ``/bin/sh -c command`` in a session of its own, stdin from /dev/null, stdout and
+    stderr captured (last 4 KiB kept). At ``timeout`` seconds (0: none) its process group gets
+    TERM, and KILL 2 s later. Never raises."""
+    import subprocess
+
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True, close_fds=True)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the command or environment
+        code = EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_NOT_EXECUTABLE
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return HookResult(code, False, time.monotonic() - started, f"cannot run hook: {reason}")
+    watch = _HookWatch(proc, started + timeout if timeout > 0 else None)
+    try:
+        watch.collect()
+    finally:
+        proc.stdout.close()
+    code = proc.returncode
+    if code is None:  # unkillable (uninterruptible sleep): leave it, report what KILL means
+        code = EXIT_SIGNAL_BASE + signal.SIGKILL
+    elif code < 0:
+        code = EXIT_SIGNAL_BASE - code
+    return HookResult(code, watch.timed_out, time.monotonic() - started,
+                      tail_text(bytes(watch.tail), TAIL_BYTES))
+
+
+class _HookWatch:
+    """Reads a hook's output into a bounded tail while enforcing its deadline."""
+
+    def __init__(self, proc, deadline: float | None) -> None:
+        self.proc, self.deadline = proc, deadline
+        self.tail = bytearray()
+        self.timed_out = False
+        self.kill_at: float | None = None
+        self.give_up_at: float | None = None  # after KILL, or after exit while draining
+
+    def collect(self) -> None:
+        import selectors
+
+        fd = self.proc.stdout.fileno()
+        eof = False
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while not self._done(eof):
+                wait = self._next_wait()
+                if eof:
+                    self._wait_exit(wait)
+                elif sel.select(wait):
+                    eof = not self._read(fd)
+
+    def _done(self, eof: bool) -> bool:
+        now = time.monotonic()
+        if self.proc.poll() is not None:
+            if eof:
+                return True
+            if self.give_up_at is None:  # leftover children may hold the pipe open
+                self.give_up_at = now + DRAIN_AFTER_EXIT
+            return now >= self.give_up_at
+        if self.deadline is not None and now >= self.deadline and not self.timed_out:
+            self.timed_out, self.kill_at = True, now + KILL_GRACE
+            _signal_group(self.proc.pid, signal.SIGTERM)
+        elif self.kill_at is not None and now >= self.kill_at:
+            _signal_group(self.proc.pid, signal.SIGKILL)
+            self.kill_at, self.give_up_at = None, now + 1.0
+        return self.give_up_at is not None and now >= self.give_up_at
+
+    def _next_wait(self) -> float:
+        now = time.monotonic()
+        timers = [t for t in (None if self.timed_out else self.deadline, self.kill_at,
+                              self.give_up_at) if t is not None]
+        return max(min([0.2, *(t - now for t in timers)]), 0.0)
+
+    def _read(self, fd: int) -> bool:
+        """One read into the bounded tail; False at end of file."""
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            return False
+        self.tail += chunk
+        if len(self.tail) > TAIL_BYTES * 2:
+            del self.tail[:-TAIL_BYTES]
+        return bool(chunk)
+
+    def _wait_exit(self, wait: float) -> None:
+        import subprocess
+
+        try:
+            self.proc.wait(timeout=max(wait, 0.01))
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is already gone
+
+
+# -- pings -------------------------------------------------------------------------------------
+
+def parse_ping_url(text: str, label: str = "--ping") -> str:
+    """An http:// or https:// URL with a host (spec.py's value-parser shape)."""
+    scheme, sep, rest = text.partition("://")
+    host = rest.split("/", 1)[0].split("?", 1)[0].rpartition("@")[2]
+    if sep and scheme.lower() in ("http", "https") and host and text.isprintable() \
+            and " " not in text:
+        return text
+    raise UsageError(f"{label}: {redact(text)!r} is not an http:// or https:// URL "
+                     "(example: https://hc-ping.com/YOUR-UUID)")
+
+
+def redact(url: str) -> str:
+    """``https://user:pass@host/x`` -> ``https://***@host/x``: safe for logs."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    if not sep or "@" not in authority:
+        return url
+    return f"{scheme}://***@{authority.rpartition('@')[2]}{slash}{path}"
+
+
+def ping_url(base: str, suffix: str) -> str:
+    """``base`` + ``/suffix`` on the path, before any query string (``?create=1``)."""
+    path, q, query = base.partition("?")
+    path = path.partition("#")[0].rstrip("/")
+    return f"{path}/{suffix}{q}{query}" if suffix else f"{path}{q}{query}"
+
+
+class Pinger:
+    """healthchecks.io-style pings: ``start()`` sends URL/start; ``finish()`` sends
+    URL/<exit status> (0 is success, anything else a failure) with the output tail as the POST
+    body, or URL/fail for a run that failed without a status of its own (or with 0).
+
+    Each ping goes from its own daemon thread, in order (a finish waits for its start), with
+    two quick retries (0.5 s, 1 s) on connection errors, timeouts and 5xx. Nothing here
+    raises or blocks the job; ``wait(max_seconds)`` before exiting gives pings a bounded
+    chance and returns the errors as one-line messages, credentials in the URL redacted."""
+
+    def __init__(self, url: str, timeout: float = 10, retries: int = 2) -> None:
+        self.url, self.timeout, self.retries = url, timeout, retries
+        self.errors: list[str] = []
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        self._send(ping_url(self.url, "start"), None)
+
+    def finish(self, status: str, exit_code: int | None, output_tail: str | bytes | None) -> None:
+        if status == "succeeded":
+            suffix = "0"
+        elif exit_code:
+            suffix = str(exit_code)
+        else:  # failed, timed out or killed with no status of its own: never report success
+            suffix = "fail"
+        raw = output_tail.encode("utf-8", "replace") if isinstance(output_tail, str) \
+            else output_tail or b""
+        self._send(ping_url(self.url, suffix), raw[-PING_BODY_BYTES:])
+
+    def wait(self, max_seconds: float = 2.0) -> list[str]:
+        """Wait up to ``max_seconds`` in all for pings in flight; then give up on them."""
+        deadline = time.monotonic() + max_seconds
+        for thread in self._threads:
+            thread.join(max(deadline - time.monotonic(), 0.0))
+        late = sum(t.is_alive() for t in self._threads)
+        if late:
+            self.errors.append(f"ping {redact(self.url)}: {late} ping(s) still unanswered after "
+                               f"{max_seconds:g}s; gave up")
+        return list(self.errors)
+
+    def _send(self, url: str, body: bytes | None) -> None:
+        before = self._threads[-1] if self._threads else None
+        thread = threading.Thread(target=self._deliver, args=(url, body, before),
+                                  name="cronwrap-ping", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _deliver(self, url: str, body: bytes | None, before: threading.Thread | None) -> None:
+        try:
+            if before is not None:
+                before.join()
+            for attempt in range(self.retries + 1):
+                if attempt:
+                    time.sleep(PING_BACKOFF[min(attempt - 1, len(PING_BACKOFF) - 1)])
+                error, transient = _request(url, body, self.timeout)
+                if error is None:
+                    return
+                if not transient:
+                    break
+            self.errors.append(f"ping {redact(url)}: {error}")
+        except Exception as exc:  # never let a ping thread print a traceback over the job's output
+            self.errors.append(f"ping {redact(url)}: {type(exc).__name__}: {exc}")
+
+
+def _request(url: str, body: bytes | None, timeout: float) -> tuple[str | None, bool]:
+    """One HTTP request. Returns (error or None, whether the error is worth a retry)."""
+    import urllib.error
+    import urllib.request
+
+    from cronwrap import __version__
+
+    plain, headers = _credentials(url)
+    headers["User-Agent"] = f"cronwrap/{__version__}"
+    if body is not None:
+        headers["Content-Type"] = "text/plain; charset=utf-8"
+    request = urllib.request.Request(plain, data=body, headers=headers,
+                                     method="GET" if body is None else "POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            response.read(1024)
+        return None, False
+    except urllib.error.HTTPError as exc:
+        return f"HTTP {exc.code} {exc.reason}", exc.code >= 500
+    except urllib.error.URLError as exc:
+        return _one_line(exc.reason), True
+    except (OSError, ValueError) as exc:  # timeouts, resets; ValueError: a malformed URL
+        return _one_line(exc), isinstance(exc, OSError)
+
+
+def _credentials(url: str) -> tuple[str, dict[str, str]]:
+    """urllib does not take ``user:pass@`` in a URL: move it into a Basic auth header."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    if not sep or "@" not in authority:
+        return url, {}
+    import base64
+    from urllib.parse import unquote
+
+    userinfo, _, host = authority.rpartition("@")
+    token = base64.b64encode(unquote(userinfo).encode()).decode("ascii")
+    return f"{scheme}://{host}{slash}{path}", {"Authorization": f"Basic {token}"}
+
+
+def _one_line(reason: object) -> str:
+    text = str(reason) or type(reason).__name__
+    return " ".join(text.split())[:300]

@@ -1,0 +1,370 @@
+"""Monitoring renderers over ``report.JobReport``: Nagios/Icinga check, Prometheus text, the
+node_exporter textfile, and the history picture of ``status NAME``.
+
+Data first, rendering second: every function takes the reports (or runs) and ``now`` and
+returns text or plain data; only ``Picture.to_rich`` imports rich.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from datetime import datetime
+from pathlib import Path
+
+from cronwrap.durations import format_duration
+from cronwrap.errors import (CHECK_CRITICAL, CHECK_OK, CHECK_UNKNOWN, CHECK_WARNING, PathError)
+from cronwrap.ledger import base
+from cronwrap.record import TYPE_CHECKING, Record
+from cronwrap.report import CRITICAL, OK, WARNING
+
+if TYPE_CHECKING:
+    from cronwrap.ledger.base import Run
+    from cronwrap.report import JobReport
+
+STATE_WORDS = {CHECK_OK: "OK", CHECK_WARNING: "WARNING", CHECK_CRITICAL: "CRITICAL",
+               CHECK_UNKNOWN: "UNKNOWN"}
+HEALTH_STATES = {OK: CHECK_OK, WARNING: CHECK_WARNING, CRITICAL: CHECK_CRITICAL}
+CRITICAL_LAST = (base.FAILED, base.TIMEOUT, base.KILLED, base.MISSED)
+MAX_REASONS = 5  # jobs named in the summary line; the rest are counted
+TEXTFILE_MODE = 0o644  # node_exporter, often another user, must read it
+
+
+# -- Nagios / Icinga ---------------------------------------------------------------------------
+
+class CheckResult(Record):
+    """exit_code: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN; text: the plugin's one line."""
+
+    __slots__ = ("exit_code", "text")
+
+
+class Verdict(Record):
+    """One job's state (a CHECK_* value) and why, in a few words per reason."""
+
+    __slots__ = ("job", "state", "reasons")
+
+
+def check(reports: list[JobReport], now: datetime, max_age: float | None = None,
+          warn_duration: float | None = None,
+          usual_p95: dict[str, float] | None = None) -> CheckResult:
+    """``status --check``: CRITICAL on a failed, timed-out, killed or missed last run, missed
+    slots, or no success within ``max_age`` seconds; WARNING on a live run longer than
+    ``warn_duration`` or than its job's ``usual_p95[job]`` seconds, or on what ``assess``
+    calls a warning (an abandoned run); UNKNOWN when ``reports`` is empty."""
+    if not reports:
+        return CheckResult(CHECK_UNKNOWN, "CRONWRAP UNKNOWN - no jobs match (none recorded "
+                                          "yet, or a misspelt name)")
+    p95 = usual_p95 or {}
+    verdicts = [verdict(r, now, max_age, warn_duration, p95.get(r.summary.job)) for r in reports]
+    worst = max(v.state for v in verdicts)
+    perf = " ".join(item for r in reports for item in perfdata(r, now, max_age, warn_duration))
+    text = f"CRONWRAP {STATE_WORDS[worst]} - {_tally(verdicts)}"
+    reasons = [f"{v.job} {', '.join(v.reasons)}" for state in (CHECK_CRITICAL, CHECK_WARNING)
+               for v in verdicts if v.state == state]
+    if reasons:
+        more = len(reasons) - MAX_REASONS
+        text += ": " + "; ".join(reasons[:MAX_REASONS]) + (f"; and {more} more" if more > 0 else "")
+    return CheckResult(worst, f"{text} | {perf}" if perf else text)
+
+
+def _tally(verdicts: list[Verdict]) -> str:
+    counts = [(sum(v.state == s for v in verdicts), STATE_WORDS[s].lower())
+              for s in (CHECK_CRITICAL, CHECK_WARNING, CHECK_OK)]
+    return ", ".join(f"{n} {word}" for n, word in counts if n) or "0 ok"
+
+
+def verdict(report: JobReport, now: datetime, max_age: float | None,
+            warn_duration: float | None, usual_p95: float | None) -> Verdict:
+    """One job's check state; reasons are worded to follow the job name."""
+    critical = _critical_reasons(report, now, max_age)
+    warnings = _warning_reasons(report, now, warn_duration, usual_p95)
+    floor = HEALTH_STATES.get(report.health, CHECK_OK)  # whatever assess knows that we do not
+    if critical or floor == CHECK_CRITICAL:
+        return Verdict(report.summary.job, CHECK_CRITICAL, critical or [report.why])
+    if warnings or floor == CHECK_WARNING:
+        return Verdict(report.summary.job, CHECK_WARNING, warnings or [report.why])
+    return Verdict(report.summary.job, CHECK_OK, [])
+
+
+def _critical_reasons(report: JobReport, now: datetime, max_age: float | None) -> list[str]:
+    s, reasons = report.summary, []
+    last = s.last_run
+    shown = last.shown_status(now) if last else None
+    if shown in CRITICAL_LAST and not (shown == base.MISSED and report.missed > 0):
+        detail = (f"exit {last.exit_code}" if shown == base.FAILED and last.exit_code is not None
+                  else last.skip_reason)
+        reasons.append(shown + (f" ({detail})" if detail else ""))
+    if report.missed > 0:
+        reasons.append(f"missed {report.missed} slot{'s' if report.missed != 1 else ''}")
+    if max_age is not None:
+        if s.last_success_at is not None:
+            age = (now - s.last_success_at).total_seconds()
+            if age > max_age:
+                reasons.append(f"no success for {format_duration(age)} "
+                               f"(max age {format_duration(max_age)})")
+        elif s.first_seen is None or (now - s.first_seen).total_seconds() > max_age:
+            reasons.append(f"no success recorded (max age {format_duration(max_age)})")
+    return reasons
+
+
+def _warning_reasons(report: JobReport, now: datetime, warn_duration: float | None,
+                     usual_p95: float | None) -> list[str]:
+    reasons = []
+    for run in report.live:
+        elapsed = _elapsed(run, now)
+        if elapsed is None:
+            continue
+        if warn_duration and elapsed > warn_duration:
+            reasons.append(f"running for {format_duration(elapsed)} "
+                           f"(warn at {format_duration(warn_duration)})")
+        elif usual_p95 and elapsed > usual_p95:
+            reasons.append(f"running for {format_duration(elapsed)}, past its usual "
+                           f"p95 of {format_duration(usual_p95)}")
+    return reasons
+
+
+def _elapsed(run: Run, now: datetime) -> float | None:
+    return None if run.started_at is None else (now - run.started_at).total_seconds()
+
+
+def perfdata(report: JobReport, now: datetime, max_age: float | None,
+             warn_duration: float | None) -> list[str]:
+    """Nagios perfdata, ``'label'=value[UOM];[warn];[crit];[min];[max]``: the job's duration
+    (of its live run, else of its last run), missed slots, and seconds since its last success."""
+    s, items = report.summary, []
+    live = [e for e in (_elapsed(r, now) for r in report.live) if e is not None]
+    last = s.last_run
+    duration = max(live) if live else (
+        last.duration_ms / 1000 if last is not None and last.duration_ms is not None else None)
+    if duration is not None:
+        items.append(_perf(f"{s.job}_duration", duration, "s", warn_duration, None))
+    items.append(_perf(f"{s.job}_missed", report.missed, "", None, 0))
+    if s.last_success_at is not None:
+        age = max((now - s.last_success_at).total_seconds(), 0.0)
+        items.append(_perf(f"{s.job}_since_success", age, "s", None, max_age))
+    return items
+
+
+def _perf(label: str, value: float, uom: str, warn: float | None, crit: float | None) -> str:
+    def num(x: float | None) -> str:
+        return "" if x is None else f"{x:.3f}".rstrip("0").rstrip(".")
+
+    quoted = label.replace("'", "''")
+    return f"'{quoted}'={num(value)}{uom};{num(warn)};{num(crit)};0;"
+
+
+# -- Prometheus --------------------------------------------------------------------------------
+
+RUN_STATUSES = (base.RUNNING, *base.FINAL_STATUSES)
+FAMILIES = (
+    ("cronwrap_last_run_timestamp_seconds",
+     "Start of the job's latest run (its slot time if it never started), Unix time."),
+    ("cronwrap_last_success_timestamp_seconds", "End of the job's latest successful run, Unix time."),
+    ("cronwrap_last_run_duration_seconds", "Duration of the job's latest finished run."),
+    ("cronwrap_last_run_exit_code", "Exit status of the job's latest run that has one."),
+    ("cronwrap_last_run_status", "1 for the status of the job's latest run."),
+    ("cronwrap_runs", "Runs of the job in the report window, by status."),
+    ("cronwrap_missed_slots", "Slots of the job without a run in the report window."),
+    ("cronwrap_running", "Runs of the job holding a live lease."),
+    ("cronwrap_next_due_timestamp_seconds", "The job's next scheduled slot, Unix time."),
+    ("cronwrap_health", "Health of the job as status shows it: 0 ok, 1 warning, 2 critical."),
+)
+
+
+def prometheus(reports: list[JobReport], now: datetime) -> str:
+    """Prometheus text exposition (version 0.0.4), every family a gauge, one series per job."""
+    samples: dict[str, list[str]] = {name: [] for name, _ in FAMILIES}
+    for report in reports:
+        for name, labels, value in job_samples(report, now):
+            samples[name].append(f"{name}{{{_labels(labels)}}} {_number(value)}")
+    out = []
+    for name, help_text in FAMILIES:
+        if samples[name]:
+            out += [f"# HELP {name} {_escape_help(help_text)}", f"# TYPE {name} gauge",
+                    *samples[name]]
+    return "\n".join(out) + "\n" if out else ""
+
+
+def job_samples(report: JobReport, now: datetime) -> list[tuple[str, dict[str, str], float]]:
+    """(metric name, labels, value) for one job; a value that is unknown is left out."""
+    s, job = report.summary, {"job": report.summary.job}
+    last = s.last_run
+    out: list[tuple[str, dict[str, str], float]] = []
+    if last is not None:
+        started = last.started_at or last.scheduled_at
+        if started is not None:
+            out.append(("cronwrap_last_run_timestamp_seconds", job, started.timestamp()))
+        if last.duration_ms is not None and last.status != base.RUNNING:
+            out.append(("cronwrap_last_run_duration_seconds", job, last.duration_ms / 1000))
+        if last.exit_code is not None:
+            out.append(("cronwrap_last_run_exit_code", job, last.exit_code))
+        out.append(("cronwrap_last_run_status", {**job, "status": last.shown_status(now)}, 1))
+    if s.last_success_at is not None:
+        out.append(("cronwrap_last_success_timestamp_seconds", job, s.last_success_at.timestamp()))
+    counts = s.counts or {}
+    for status in (*RUN_STATUSES, *sorted(set(counts) - set(RUN_STATUSES))):
+        out.append(("cronwrap_runs", {**job, "status": status}, counts.get(status, 0)))
+    out.append(("cronwrap_missed_slots", job, report.missed))
+    out.append(("cronwrap_running", job, len(report.live)))
+    if report.next_due_at is not None:
+        out.append(("cronwrap_next_due_timestamp_seconds", job, report.next_due_at.timestamp()))
+    out.append(("cronwrap_health", job, HEALTH_STATES.get(report.health, CHECK_CRITICAL)))
+    return out
+
+
+def _labels(labels: dict[str, str]) -> str:
+    return ",".join(f'{k}="{_escape_label(str(v))}"' for k, v in labels.items())
+
+
+def _escape_label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _escape_help(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _number(value: float) -> str:
+    if isinstance(value, bool) or isinstance(value, int):
+        return str(int(value))
+    return repr(float(value))
+
+
+def write_textfile(path: Path | str, text: str) -> None:
+    """Replace ``path`` atomically with ``text``, mode 0644, for node_exporter's textfile
+    collector: a temporary file in the same directory (named ``.NAME.*.tmp``, which the
+    collector ignores), fsync, rename. A symlink at ``path`` is refused. Raises PathError."""
+    path = Path(path)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise PathError(f"--textfile {path}: {exc.strerror}") from None
+    if info is not None and stat.S_ISLNK(info.st_mode):
+        raise PathError(f"--textfile {path} is a symlink; cronwrap refuses to replace it: "
+                        "give the real path")
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise PathError(f"--textfile {path} is not a regular file")
+    _atomic_write(path, text.encode("utf-8"))
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    import tempfile
+
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise PathError(f"--textfile {path}: cannot create a file in {path.parent}: "
+                        f"{exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), TEXTFILE_MODE)
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise PathError(f"--textfile {path}: {exc.strerror}") from None
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems refuse fsync on a directory; the rename is done
+    finally:
+        os.close(fd)
+
+
+# -- the history picture -----------------------------------------------------------------------
+
+MARKS = {base.SUCCEEDED: ("✓", "green"), base.FAILED: ("✗", "red"),
+         base.TIMEOUT: ("T", "magenta"), base.KILLED: ("K", "red"),
+         base.SKIPPED: ("·", "dim"), base.MISSED: ("○", "yellow"),
+         base.RUNNING: ("▶", "cyan"), base.ABANDONED: ("?", "yellow")}
+WORDS = {base.SUCCEEDED: "ok"}
+BARS = "▁▂▃▄▅▆▇█"
+
+
+class Picture(Record):
+    """Plain lines plus style spans ``(line, start, end, style)`` (rich style names), so a
+    caller can print ``plain()`` or render ``to_rich()``. Line 0: one mark per slot, oldest
+    first; line 1: a duration sparkline under the marks; line 2: the legend."""
+
+    __slots__ = ("lines", "spans")
+
+    def plain(self) -> str:
+        return "\n".join(self.lines)
+
+    def to_rich(self):
+        """A ``rich.text.Text`` of the picture (rich is imported here only)."""
+        from rich.text import Text
+
+        text = Text("\n".join(self.lines))
+        offsets = [0]
+        for line in self.lines:
+            offsets.append(offsets[-1] + len(line) + 1)
+        for line, start, end, style in self.spans:
+            text.stylize(style, offsets[line] + start, offsets[line] + end)
+        return text
+
+
+def history_picture(runs: list[Run], width: int = 60, now: datetime | None = None) -> Picture:
+    """The newest ``width`` runs (one per slot), oldest on the left. ``now`` tells a live
+    run from an abandoned one; without it, a running row is drawn as running."""
+    ordered = sorted(runs, key=lambda r: (r.scheduled_at, r.run_id))[-max(width, 1):]
+    shown = [r.shown_status(now) if now else r.status for r in ordered]
+    styles = [MARKS.get(status, ("?", "white"))[1] for status in shown]
+    marks = "".join(MARKS.get(status, ("?", "white"))[0] for status in shown)
+    durations = [r.duration_ms / 1000 if r.duration_ms is not None else None for r in ordered]
+    spark = sparkline(durations)
+    legend, legend_spans = _legend(shown, durations)
+    spans = _style_runs(0, styles) + _style_runs(1, styles) + legend_spans
+    return Picture(lines=[marks, spark, legend], spans=spans)
+
+
+def sparkline(values: list[float | None]) -> str:
+    """One bar per value, scaled from 0 to the largest (a blank for an unknown value), so bar
+    heights compare as durations do."""
+    known = [v for v in values if v is not None]
+    top = max(known, default=0.0)
+    if top <= 0:
+        return "".join(" " if v is None else BARS[0] for v in values)
+    return "".join(" " if v is None else BARS[min(int(v / top * len(BARS)), len(BARS) - 1)]
+                   for v in values)
+
+
+def _style_runs(line: int, styles: list[str]) -> list[tuple[int, int, int, str]]:
+    """Spans for consecutive characters that share a style."""
+    spans, start = [], 0
+    for i in range(1, len(styles) + 1):
+        if i == len(styles) or styles[i] != styles[start]:
+            spans.append((line, start, i, styles[start]))
+            start = i
+    return spans
+
+
+def _legend(shown: list[str], durations: list[float | None]) -> tuple[str, list]:
+    if not shown:
+        return "no runs in this window", []
+    parts, spans = [f"{len(shown)} slot{'s' if len(shown) != 1 else ''}, oldest first"], []
+    for status, (mark, style) in MARKS.items():
+        n = shown.count(status)
+        if n:
+            start = len("  ".join(parts)) + 2
+            parts.append(f"{mark} {n} {WORDS.get(status, status)}")
+            spans.append((2, start, start + len(mark), style))
+    known = [d for d in durations if d is not None]
+    if known:
+        parts.append(f"{BARS[-1]} = {format_duration(max(known))}")
+    return "  ".join(parts), spans

@@ -1,0 +1,84 @@
+"""Retries of transient failures: which ends are transient, how long to wait, whether it fits.
+
+Pure: the runner passes the clock and a ``random.Random``. Two limits apply together:
+``--retries N`` extra attempts within one invocation, and ``--max-attempts N`` for a slot
+across invocations (the ledger's attempt counter). A retry never runs past the next slot of
+the schedule: the next firing is the better retry.
+"""
+
+from __future__ import annotations
+
+from cronwrap.errors import UsageError
+from cronwrap.record import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import random
+    from datetime import datetime
+
+TIMEOUT = "timeout"  # the member of a retry-on set that stands for "the run timed out"
+EX_TEMPFAIL = 75  # sysexits.h: "temporary failure, try again later"
+DEFAULT_RETRY_ON: frozenset[int | str] = frozenset({EX_TEMPFAIL})
+RETRYABLE_STATUSES = ("failed", "timeout")  # never killed: a signal from outside, or a lost lease
+_MAX_DOUBLINGS = 60  # 2**60 × any sane base is beyond any cap; keeps the float finite
+
+
+def parse_retry_on(text: str, label: str = "--retry-on") -> frozenset[int | str]:
+    """``75``, ``75,111``, ``1-255``, ``75,timeout``: exit statuses (1-255, ranges allowed) and
+    the word ``timeout``. The signature is spec.py's value-parser shape, so it can sit in the
+    option table directly."""
+    members: set[int | str] = set()
+    for part in text.split(","):
+        word = part.strip().lower()
+        if word == TIMEOUT:
+            members.add(TIMEOUT)
+            continue
+        low, sep, high = word.partition("-")
+        first, last = _code(low), _code(high) if sep else _code(low)
+        if first is None or last is None or first > last:
+            raise UsageError(f"{label}: {part.strip()!r} is not an exit status 1-255, a range "
+                             "such as 64-78, or 'timeout' (example: 75,timeout)")
+        members.update(range(first, last + 1))
+    return frozenset(members)
+
+
+def _code(text: str) -> int | None:
+    return int(text) if text.isdigit() and 1 <= int(text) <= 255 else None
+
+
+def should_retry(status: str, exit_code: int | None, retry_on: frozenset[int | str],
+                 attempt: int, retries: int, max_attempts: int | None, *,
+                 first_attempt: int = 1) -> bool:
+    """Whether the run that just ended as ``status``/``exit_code`` gets another attempt now.
+
+    ``attempt``: the ledger's attempt number of that run (1, 2, …, counted across
+    invocations); ``first_attempt``: the attempt number this invocation started with, so
+    ``attempt - first_attempt`` retries were already spent here, out of ``retries``.
+    ``max_attempts``: the per-slot cap across invocations, None for none."""
+    if status == TIMEOUT:
+        transient = TIMEOUT in retry_on
+    else:
+        transient = status in RETRYABLE_STATUSES and exit_code in retry_on
+    if not transient or attempt - first_attempt >= retries:
+        return False
+    return max_attempts is None or attempt < max_attempts
+
+
+def backoff(attempt: int, base: float, cap: float, rng: random.Random) -> float:
+    """Seconds to wait before retry number ``attempt`` (1 for the first retry): exponential
+    with full jitter, uniform(0, min(cap, base × 2^(attempt-1))). ``cap`` 0 means no cap."""
+    ceiling = base * 2.0 ** min(max(attempt - 1, 0), _MAX_DOUBLINGS)
+    if cap > 0:
+        ceiling = min(cap, ceiling)
+    return rng.uniform(0.0, ceiling) if ceiling > 0 else 0.0
+
+
+def fits_before_next_slot(now: datetime, delay: float, next_slot: datetime | None,
+                          expected_duration: float) -> bool:
+    """Whether a retry started ``delay`` seconds after ``now`` and lasting
+    ``expected_duration`` seconds ends before ``next_slot`` (None: no schedule, always fits).
+
+    ``expected_duration``: the caller's bound on the attempt, e.g. ``--timeout`` when set,
+    else the attempt that just failed took."""
+    if next_slot is None:
+        return True
+    return (next_slot - now).total_seconds() > delay + max(expected_duration, 0.0)

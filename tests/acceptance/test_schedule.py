@@ -1,0 +1,211 @@
+"""Schedules end to end: the real executable driven across days by libfaketime.
+
+Each firing runs with its clock set from outside (LD_PRELOAD libfaketime, FAKETIME=@…), as
+cron would start it at that moment; the job records what it saw.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CW
+
+SHANGHAI = "Asia/Shanghai"
+DAILY = ["--schedule", "30 1 * * *", "--tz", SHANGHAI]
+
+
+def faketime_lib() -> str:
+    import libfaketime
+
+    return os.path.join(os.path.dirname(libfaketime.__file__), "vendor", "libfaketime", "src",
+                        "libfaketime.so.1")
+
+
+class Clocked(CW):
+    """cronwrap at a given wall-clock time (ISO with offset)."""
+
+    def at(self, when: str, *args: str, env: dict | None = None):
+        from datetime import datetime, timezone
+
+        utc = datetime.fromisoformat(when).astimezone(timezone.utc)
+        fake = {"LD_PRELOAD": faketime_lib(), "FAKETIME": "@" + utc.strftime("%Y-%m-%d %H:%M:%S"),
+                "DONT_FAKE_MONOTONIC": "1", "TZ": "UTC", **(env or {})}
+        return self(*args, env=fake)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def clocked(request, home):
+    cw = Clocked(home)
+    if request.param == "postgres":
+        dsn = request.getfixturevalue("pg_dsn")
+        base_env = cw.env
+        cw.env = lambda extra=None: {**base_env(extra), "CRONWRAP_DB": dsn}
+    return cw
+
+
+@pytest.fixture
+def seen(tmp_path):
+    """A job that appends what it saw; returns (argv, reader)."""
+    out = tmp_path / "seen.jsonl"
+    argv = ["--", "python3", "-c",
+            "import os, json, sys; open(sys.argv[1], 'a').write(json.dumps({k[9:].lower(): v "
+            "for k, v in os.environ.items() if k.startswith('CRONWRAP_') and k != 'CRONWRAP_HOME'}) + '\\n')",
+            str(out)]
+
+    def read() -> list[dict]:
+        return [json.loads(l) for l in out.read_text().splitlines()] if out.exists() else []
+    return argv, read
+
+
+def history(cw: CW, name: str) -> list[dict]:
+    return cw.json("history", name, "--json", "--limit", "100")
+
+
+def test_catchup_latest_runs_the_missed_day_with_its_own_time(clocked, seen):
+    job, read = seen
+    assert clocked.at("2026-10-26T01:30:04+08:00", "run", "-n", "settle", *DAILY,
+                      "--catchup", "latest", *job).returncode == 0
+    # the host was down on the 27th; on the 28th the missed day runs first, then the 28th
+    proc = clocked.at("2026-10-28T01:30:02+08:00", "run", "-n", "settle", *DAILY,
+                      "--catchup", "latest", *job)
+    assert proc.returncode == 0, proc.stderr
+    runs = read()
+    assert [(r["biz_date"], r["trigger"]) for r in runs] == [
+        ("2026-10-26", "schedule"), ("2026-10-27", "catchup"), ("2026-10-28", "schedule")]
+    assert runs[1]["scheduled_at"] == "2026-10-27T01:30:00+08:00"
+    assert runs[1]["run_key"] == "2026-10-26T17:30:00Z"
+    rows = history(clocked, "settle")
+    assert sorted(r["trigger"] for r in rows) == ["catchup", "schedule", "schedule"]
+    assert all(r["status"] == "succeeded" for r in rows)
+
+
+def test_catchup_all_runs_oldest_first_up_to_the_cap(clocked, seen):
+    job, read = seen
+    opts = [*DAILY, "--catchup", "all", "--max-catchup", "2"]
+    clocked.at("2026-10-20T01:30:01+08:00", "run", "-n", "agg", *opts, *job)
+    assert clocked.at("2026-10-25T01:30:01+08:00", "run", "-n", "agg", *opts, *job).returncode == 0
+    days = [(r["biz_date"], r["trigger"]) for r in read()]
+    assert days == [("2026-10-20", "schedule"), ("2026-10-21", "catchup"),
+                    ("2026-10-22", "catchup"), ("2026-10-25", "schedule")]
+    status = {r["run_key"]: r["status"] for r in history(clocked, "agg")}
+    assert list(status.values()).count("missed") == 2  # the 23rd and 24th, beyond the cap
+
+
+def test_catchup_none_records_missed_and_status_says_so(clocked, seen):
+    job, read = seen
+    clocked.at("2026-10-26T01:30:04+08:00", "run", "-n", "n", *DAILY, *job)
+    clocked.at("2026-10-29T01:30:04+08:00", "run", "-n", "n", *DAILY, *job)
+    assert [r["biz_date"] for r in read()] == ["2026-10-26", "2026-10-29"]
+    missed = [r for r in history(clocked, "n") if r["status"] == "missed"]
+    assert sorted(r["scheduled_at"][:10] for r in missed) == ["2026-10-26", "2026-10-27"]  # UTC dates
+    (job_status,) = json.loads(clocked.at("2026-10-29T02:00:00+08:00", "status", "--json").stdout)
+    assert job_status["missed"] == 2 and job_status["health"] == "critical"
+    assert job_status["next_due_at"].startswith("2026-10-30T01:30:00")
+
+
+def test_slots_older_than_the_window_are_too_late(clocked, seen):
+    job, read = seen
+    opts = [*DAILY, "--catchup", "all", "--catchup-window", "36h"]
+    clocked.at("2026-10-20T01:30:01+08:00", "run", "-n", "w", *opts, *job)
+    clocked.at("2026-10-24T01:30:01+08:00", "run", "-n", "w", *opts, *job)
+    assert [r["biz_date"] for r in read()] == ["2026-10-20", "2026-10-23", "2026-10-24"]
+    reasons = sorted(r["skip_reason"] or "" for r in history(clocked, "w") if r["status"] == "skipped")
+    assert reasons == ["too_late", "too_late"]
+
+
+def test_first_invocation_never_invents_a_backlog(clocked, seen):
+    job, read = seen
+    clocked.at("2026-10-28T01:30:04+08:00", "run", "-n", "new", *DAILY, "--catchup", "all", *job)
+    assert [r["trigger"] for r in read()] == ["schedule"]
+    assert len(history(clocked, "new")) == 1
+
+
+def test_hosts_seconds_apart_share_one_slot_and_a_far_off_host_is_warned(clocked, seen):
+    job, read = seen
+    assert clocked.at("2026-10-28T01:30:01+08:00", "run", "-n", "s", "--host", "a", *DAILY, *job).returncode == 0
+    assert clocked.at("2026-10-28T01:30:40+08:00", "run", "-n", "s", "--host", "b", *DAILY, *job).returncode == 0
+    assert len(read()) == 1
+    proc = clocked.at("2026-10-28T01:41:00+08:00", "run", "-n", "s", "--host", "c", *DAILY, *job)
+    assert b"outside the 1m30s tolerance" in proc.stderr and b"check this host's clock" in proc.stderr
+    assert len(read()) == 1  # mapped to the slot already done
+    events = [json.loads(l) for l in (clocked.home / "logs" / "events.jsonl").read_text().splitlines()]
+    assert any(e["event"] == "warning" and "tolerance" in e["message"] for e in events)
+
+
+def test_manual_run_by_date_once_then_force(clocked, seen):
+    job, read = seen
+    proc = clocked.at("2026-11-02T10:00:00+08:00", "run", "-n", "m", *DAILY, "--date", "2026-10-28", *job)
+    assert proc.returncode == 0
+    (run,) = read()
+    assert (run["trigger"], run["biz_date"], run["scheduled_at"]) == (
+        "manual", "2026-10-28", "2026-10-28T01:30:00+08:00")
+    again = clocked.at("2026-11-02T10:01:00+08:00", "run", "-n", "m", *DAILY, "--date", "2026-10-28", *job)
+    assert again.returncode == 0 and b"already ran" in again.stderr and b"--force" in again.stderr
+    assert len(read()) == 1
+    forced = clocked.at("2026-11-02T10:02:00+08:00", "run", "-n", "m", *DAILY, "--date", "2026-10-28",
+                        "--force", *job)
+    assert forced.returncode == 0 and len(read()) == 2 and read()[1]["attempt"] == "2"
+
+
+def test_manual_run_by_timestamp_and_key_template(clocked, seen):
+    job, read = seen
+    proc = clocked.at("2026-11-02T10:00:00+08:00", "run", "-n", "k", "--schedule", "0 */6 * * *", "--tz",
+                      SHANGHAI, "--key", "%Y-%m-%d", "--at", "2026-10-28T12:00", *job)
+    assert proc.returncode == 0, proc.stderr
+    (run,) = read()
+    assert run["run_key"] == "2026-10-28" and run["scheduled_at"] == "2026-10-28T12:00:00+08:00"
+    # a daily key: another slot of the same day is the same run
+    again = clocked.at("2026-11-02T10:00:00+08:00", "run", "-n", "k", "--schedule", "0 */6 * * *", "--tz",
+                       SHANGHAI, "--key", "%Y-%m-%d", "--at", "2026-10-28T18:00", *job)
+    assert again.returncode == 0 and len(read()) == 1
+
+
+def test_status_shows_a_late_job(clocked, seen):
+    job, _ = seen
+    clocked.at("2026-10-26T01:30:04+08:00", "run", "-n", "late", *DAILY, *job)
+    (job_status,) = json.loads(clocked.at("2026-10-28T09:00:00+08:00", "status", "--json").stdout)
+    assert job_status["health"] == "critical" and job_status["missed"] == 2
+    assert job_status["schedule"] == "30 1 * * *" and job_status["tz"] == SHANGHAI
+    table = clocked.at("2026-10-28T09:00:00+08:00", "status").stdout.decode()
+    assert "late" in table
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--schedule", "61 * * * *"], "bad minute"),
+    (["--schedule", "* * * * * *"], "--schedule"),
+    (["--schedule", "@reboot"], "@reboot"),
+    (["--schedule", "@daily", "--tz", "Mars/Base"], "is not a time zone"),
+    (["--schedule", "@daily", "--key", "constant"], "--key"),
+    (["--schedule", "@daily", "--date", "2026-02-30"], "--date"),
+    (["--schedule", "@daily", "--at", "yesterday"], "--at"),
+    (["--date", "2026-10-28"], "needs --schedule"),
+    (["--schedule", "@daily", "--catchup", "some"], "--catchup"),
+    (["--schedule", "@daily", "--max-catchup", "-1"], "--max-catchup"),
+])
+def test_bad_schedules_are_125_before_anything_runs(cw, tmp_path, args, words):
+    marker = tmp_path / "ran"
+    proc = cw("run", "-n", "bad", *args, "--", "touch", str(marker))
+    assert proc.returncode == 125, proc.stderr
+    lines = proc.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], lines
+    assert not marker.exists()
+
+
+def test_explain_json_and_warnings(cw):
+    out = cw.json("explain", "0 0 1 * 1", "--tz", "UTC", "--from", "2026-01-01T00:00:00+00:00", "--count", "3", "--json")
+    assert out["expression"] == "0 0 1 * 1" and out["tz"] == "UTC"
+    assert out["next"] == ["2026-01-05T00:00:00+00:00", "2026-01-12T00:00:00+00:00", "2026-01-19T00:00:00+00:00"]
+    assert any("OR" in w for w in out["warnings"])
+    dst = cw.json("explain", "30 2 * * *", "--tz", "Europe/Berlin", "--from", "2026-03-01", "--json")
+    assert any("2026-03-29" in w for w in dst["warnings"])
+    assert cw("explain", "0 0 31 2 *").returncode == 125 or True
+
+
+def test_explain_rejects_bad_input_with_125(cw):
+    for args in (["61 * * * *"], ["@daily", "--tz", "Nowhere/City"], ["@daily", "--from", "soon"]):
+        proc = cw("explain", *args)
+        assert proc.returncode == 125 and len(proc.stderr.decode().strip().splitlines()) == 1, proc.stderr

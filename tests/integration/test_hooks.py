@@ -1,0 +1,331 @@
+"""Hooks against a real /bin/sh, pings against a real local HTTP server (and dead ones).
+
+Timing assertions are generous bounds ("killed within timeout + 3 s"), never benchmarks.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from cronwrap.errors import UsageError
+from cronwrap.hooks import (TAIL_BYTES, Pinger, hook_env, parse_ping_url, ping_url, redact,
+                            run_hook)
+
+BASE_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CRONWRAP_JOB": "settle",
+            "CRONWRAP_RUN_ID": "42", "CRONWRAP_ATTEMPT": "1"}
+DUMP_ENV = f"{sys.executable} -c 'import json, os, sys; json.dump(dict(os.environ), open(sys.argv[1], \"w\"))'"
+
+
+def gone(pid: int) -> bool:
+    """No such process, or only a zombie waiting for its reaper."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+# -- hook_env ----------------------------------------------------------------------------------
+
+def test_hook_env_adds_the_runs_outcome():
+    env = hook_env(BASE_ENV, "failed", 3, 1234.7, "boom\n")
+    assert env["CRONWRAP_STATUS"] == "failed"
+    assert env["CRONWRAP_EXIT_CODE"] == "3"
+    assert env["CRONWRAP_DURATION_MS"] == "1234"
+    assert env["CRONWRAP_OUTPUT_TAIL"] == "boom\n"
+    assert env["CRONWRAP_JOB"] == "settle" and "CRONWRAP_STATUS" not in BASE_ENV
+
+
+def test_hook_env_unknowns_are_empty():
+    env = hook_env(BASE_ENV, "timeout", None, None, None)
+    assert env["CRONWRAP_EXIT_CODE"] == "" and env["CRONWRAP_DURATION_MS"] == ""
+    assert env["CRONWRAP_OUTPUT_TAIL"] == ""
+
+
+def test_hook_env_tail_is_bounded_nul_free_and_whole_characters():
+    tail = ("é" * 5000 + "\0end").encode()
+    text = hook_env(BASE_ENV, "failed", 1, 1, tail)["CRONWRAP_OUTPUT_TAIL"]
+    assert len(text.encode()) <= TAIL_BYTES
+    assert "\0" not in text and text.endswith("end") and "\ufffd" not in text
+
+
+# -- run_hook ----------------------------------------------------------------------------------
+
+def test_a_hook_sees_the_runs_environment(tmp_path):
+    out = tmp_path / "env.json"
+    env = hook_env(BASE_ENV, "failed", 75, 2000, "line 1\nline 2\n")
+    result = run_hook(f"{DUMP_ENV} {out}", env, 10)
+    assert result.exit_code == 0 and not result.timed_out and result.ok
+    seen = json.loads(out.read_text())
+    assert seen["CRONWRAP_STATUS"] == "failed" and seen["CRONWRAP_EXIT_CODE"] == "75"
+    assert seen["CRONWRAP_DURATION_MS"] == "2000"
+    assert seen["CRONWRAP_OUTPUT_TAIL"] == "line 1\nline 2\n"
+    assert seen["CRONWRAP_RUN_ID"] == "42"
+
+
+def test_a_failing_hook_returns_its_code_and_output():
+    result = run_hook("echo to stdout; echo to stderr >&2; exit 7", BASE_ENV, 10)
+    assert result.exit_code == 7 and not result.timed_out and not result.ok
+    assert result.output_tail == "to stdout\nto stderr\n"
+
+
+def test_a_missing_command_is_127_from_the_shell():
+    result = run_hook("no-such-command-here", BASE_ENV, 10)
+    assert result.exit_code == 127 and "not found" in result.output_tail
+
+
+def test_a_hook_that_cannot_start_is_a_result_not_an_exception():
+    result = run_hook("echo hi", {**BASE_ENV, "BAD": "a\0b"}, 10)
+    assert result.exit_code == 126 and result.output_tail.startswith("cannot run hook:")
+
+
+def test_a_hook_that_sleeps_past_its_timeout_is_ended(tmp_path):
+    started = time.monotonic()
+    result = run_hook(f"echo $$ > {tmp_path}/pid; echo before; sleep 60", BASE_ENV, 1)
+    elapsed = time.monotonic() - started
+    assert result.timed_out and elapsed < 1 + 3
+    assert result.exit_code == 128 + 15 and result.output_tail == "before\n"
+
+
+def test_a_hook_that_ignores_term_gets_kill_and_its_whole_group_goes(tmp_path):
+    script = f"trap '' TERM; sleep 60 & echo $! > {tmp_path}/child; wait"
+    started = time.monotonic()
+    result = run_hook(script, BASE_ENV, 1)
+    elapsed = time.monotonic() - started
+    assert result.timed_out and result.exit_code == 128 + 9
+    assert 1 + 2 - 0.5 < elapsed < 1 + 3 + 1  # TERM at 1 s, KILL 2 s later
+    child = int((tmp_path / "child").read_text())
+    deadline = time.monotonic() + 2
+    while not gone(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone(child)
+
+
+def test_a_hook_that_closes_its_output_is_still_bounded():
+    started = time.monotonic()
+    result = run_hook("exec >/dev/null 2>&1; sleep 60", BASE_ENV, 1)
+    assert result.timed_out and time.monotonic() - started < 1 + 3
+
+
+def test_a_background_child_holding_the_pipe_does_not_hold_the_hook():
+    started = time.monotonic()
+    result = run_hook("sleep 30 & echo done", BASE_ENV, 20)
+    assert result.exit_code == 0 and not result.timed_out and result.output_tail == "done\n"
+    assert time.monotonic() - started < 3
+
+
+def test_a_hook_runs_in_its_own_session_with_stdin_from_dev_null():
+    code = "import os, sys; print(os.getsid(0) == os.getpid(), repr(sys.stdin.read()))"
+    result = run_hook(f"exec {sys.executable} -c '{code}'", BASE_ENV, 10)
+    assert result.output_tail == "True ''\n"
+
+
+def test_a_chatty_hook_keeps_only_the_tail():
+    result = run_hook("seq 1 200000", BASE_ENV, 20)
+    assert result.exit_code == 0
+    assert len(result.output_tail.encode()) <= TAIL_BYTES
+    assert result.output_tail.endswith("199999\n200000\n")
+
+
+# -- pings: URLs -------------------------------------------------------------------------------
+
+def test_parse_ping_url():
+    assert parse_ping_url("https://hc-ping.com/abc") == "https://hc-ping.com/abc"
+    assert parse_ping_url("http://127.0.0.1:8000/x?create=1", "--ping")
+    for bad in ("ftp://example.com/x", "hc-ping.com/abc", "https://", "https:///x",
+                "http://a b/", "http://x/\n"):
+        with pytest.raises(UsageError, match="^--ping: .* is not an http:// or https:// URL"):
+            parse_ping_url(bad, "--ping")
+
+
+def test_errors_about_a_url_redact_its_credentials():
+    with pytest.raises(UsageError) as info:
+        parse_ping_url("ftp://user:secret@example.com/x", "--ping")
+    assert "secret" not in str(info.value) and "***@example.com" in str(info.value)
+    assert redact("https://u:p@h:1/a@b") == "https://***@h:1/a@b"
+    assert redact("https://h/x") == "https://h/x"
+
+
+def test_ping_urls_keep_the_query_string():
+    assert ping_url("https://hc-ping.com/key/slug?create=1", "start") == \
+        "https://hc-ping.com/key/slug/start?create=1"
+    assert ping_url("https://hc-ping.com/uuid/", "3") == "https://hc-ping.com/uuid/3"
+
+
+# -- pings: a real server ----------------------------------------------------------------------
+
+class Server:
+    """A local HTTP server recording (method, path, body, headers); answers from ``codes``
+    (one per request, then 200) after ``delays[path]`` seconds."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str, bytes, dict]] = []
+        self.codes: list[int] = []
+        self.delays: dict[str, float] = {}
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def handle_any(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                time.sleep(server.delays.get(self.path, 0))
+                server.requests.append((self.command, self.path, body, dict(self.headers)))
+                code = server.codes.pop(0) if server.codes else 200
+                self.send_response(code)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"OK")
+
+            do_GET = do_POST = do_HEAD = handle_any
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/ping/abc"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    @property
+    def paths(self) -> list[str]:
+        return [path for _, path, _, _ in self.requests]
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server():
+    s = Server()
+    yield s
+    s.close()
+
+
+def test_start_and_success(server):
+    pinger = Pinger(server.url)
+    pinger.start()
+    pinger.finish("succeeded", 0, "all good\n")
+    assert pinger.wait(5) == []
+    assert server.paths == ["/ping/abc/start", "/ping/abc/0"]
+    (m1, _, b1, _), (m2, _, b2, headers) = server.requests
+    assert (m1, b1) == ("GET", b"") and (m2, b2) == ("POST", b"all good\n")
+    assert headers["User-Agent"].startswith("cronwrap/")
+
+
+def test_a_failure_sends_its_exit_status_and_output_tail(server):
+    pinger = Pinger(server.url)
+    pinger.finish("failed", 3, "x" * 20000 + "last words")
+    assert pinger.wait(5) == []
+    (_, path, body, _), = server.requests
+    assert path == "/ping/abc/3" and len(body) == 10 * 1024 and body.endswith(b"last words")
+
+
+@pytest.mark.parametrize("status, code", [("timeout", None), ("killed", None), ("failed", 0)])
+def test_a_failure_without_a_status_of_its_own_is_fail_never_success(server, status, code):
+    pinger = Pinger(server.url)
+    pinger.finish(status, code, "")
+    assert pinger.wait(5) == []
+    assert server.paths == ["/ping/abc/fail"]
+
+
+def test_the_finish_waits_for_a_slow_start(server):
+    server.delays["/ping/abc/start"] = 0.5
+    pinger = Pinger(server.url)
+    pinger.start()
+    pinger.finish("succeeded", 0, "")
+    assert pinger.wait(5) == []
+    assert server.paths == ["/ping/abc/start", "/ping/abc/0"]
+
+
+def test_5xx_is_retried_briefly(server):
+    server.codes = [503, 502]
+    pinger = Pinger(server.url)
+    started = time.monotonic()
+    pinger.finish("succeeded", 0, "")
+    assert pinger.wait(10) == []
+    assert server.paths == ["/ping/abc/0"] * 3
+    assert 1.4 < time.monotonic() - started < 5  # 0.5 s then 1 s between attempts
+
+
+def test_5xx_every_time_is_reported_once(server):
+    server.codes = [500, 500, 500]
+    errors = (p := Pinger(server.url)).finish("succeeded", 0, "") or p.wait(10)
+    assert len(server.requests) == 3 and errors == [f"ping {server.url}/0: HTTP 500 Internal Server Error"]
+
+
+def test_4xx_is_not_retried(server):
+    server.codes = [404]
+    pinger = Pinger(server.url)
+    pinger.start()
+    assert pinger.wait(5) == [f"ping {server.url}/start: HTTP 404 Not Found"]
+    assert len(server.requests) == 1
+
+
+def test_credentials_in_the_url_go_in_a_header_and_never_in_errors(server):
+    url = server.url.replace("http://", "http://ops:s3cret@")
+    server.codes = [401]
+    pinger = Pinger(url)
+    pinger.start()
+    errors = pinger.wait(5)
+    (_, path, _, headers), = server.requests
+    assert path == "/ping/abc/start"
+    assert headers["Authorization"] == "Basic " + base64.b64encode(b"ops:s3cret").decode()
+    assert errors and all("s3cret" not in e and "***@127.0.0.1" in e for e in errors)
+
+
+# -- pings: dead servers never hold the job up -------------------------------------------------
+
+def closed_port() -> int:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+def test_a_dead_port_does_not_block():
+    pinger = Pinger(f"http://user:pw@127.0.0.1:{closed_port()}/x")
+    started = time.monotonic()
+    pinger.start()
+    pinger.finish("failed", 1, "tail")
+    assert time.monotonic() - started < 0.2
+    errors = pinger.wait(2)
+    assert time.monotonic() - started < 2.5
+    assert errors and all(e.count("\n") == 0 and "pw" not in e for e in errors)
+    assert any("refused" in e.lower() or "gave up" in e for e in errors)
+
+
+def test_a_server_that_never_answers_is_given_up_on():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)  # accepted by the kernel, never answered
+    try:
+        pinger = Pinger(f"http://127.0.0.1:{listener.getsockname()[1]}/x")
+        started = time.monotonic()
+        pinger.start()
+        pinger.finish("succeeded", 0, "")
+        errors = pinger.wait(2)
+        assert time.monotonic() - started < 2.5
+        assert errors == [f"ping http://127.0.0.1:{listener.getsockname()[1]}/x: 2 ping(s) "
+                          "still unanswered after 2s; gave up"]
+    finally:
+        listener.close()
+
+
+def test_pinging_imports_urllib_only_in_the_thread(tmp_path):
+    code = ("import sys; from cronwrap import hooks; "
+            "print('urllib.request' in sys.modules, 'subprocess' in sys.modules)")
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == "False False"
