@@ -179,6 +179,84 @@ def explain(
     return 0
 
 
+def _read_crontab(file: str) -> tuple[str, str]:
+    """The text of FILE (``-``: standard input) and the name to show for it."""
+    if file == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        with open(file, encoding="utf-8", newline="") as f:
+            return f.read(), file
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise UsageError(f"{file}: {reason}") from None
+
+
+def _is_system(file: str, system: Optional[bool]) -> bool:
+    from cronwrap import crontab
+
+    return crontab.is_system_crontab(os.path.abspath(file)) if system is None else system
+
+
+def _cronwrap_path(given: Optional[str]) -> str:
+    import shutil
+
+    if given:
+        return given
+    found = shutil.which("cronwrap")
+    return os.path.abspath(found) if found else "/usr/local/bin/cronwrap"
+
+
+SYSTEM_HELP = "The file has a user field (/etc/crontab, /etc/cron.d/*); default: from its path."
+
+
+@cli.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def wrap(
+    ctx: typer.Context,
+    file: str = typer.Argument("-", help="Crontab file, or - for standard input."),
+    show_diff: bool = typer.Option(False, "--diff", help="Print a unified diff instead of the new crontab."),
+    undo: bool = typer.Option(False, "--unwrap", help="Restore the lines wrap wrote to their original text."),
+    cronwrap_path: Optional[str] = typer.Option(None, "--cronwrap", help="Path of cronwrap in the lines (default: this one's)."),
+    system: Optional[bool] = typer.Option(None, "--system/--user", help=SYSTEM_HELP),
+) -> int:
+    """Print a crontab with every job prefixed by cronwrap run (options after -- are added to each)."""
+    from cronwrap import crontab
+    from cronwrap.cli import parse_run_args
+
+    extra = list(ctx.args)
+    if extra:
+        from cronwrap.spec import build_spec
+
+        given, rest = parse_run_args(extra)  # the same checks as run: a bad option is 125 here
+        if given is None or rest:
+            raise UsageError(f"wrap: after -- give only run options (got {' '.join(rest)!r})")
+        build_spec(["true"], given, {}, lambda: "host")  # validates each value
+    text, name = _read_crontab(file)
+    is_system = _is_system(file, system)
+    if undo:
+        result = crontab.unwrap(text, system=is_system)
+    else:
+        result = crontab.wrap(text, cronwrap=_cronwrap_path(cronwrap_path), extra_args=extra,
+                              system=is_system)
+    sys.stdout.write(crontab.diff(text, result, filename=name) if show_diff else result)
+    return 0
+
+
+@cli.command()
+def lint(
+    file: str = typer.Argument("-", help="Crontab file, or - for standard input."),
+    system: Optional[bool] = typer.Option(None, "--system/--user", help=SYSTEM_HELP),
+) -> int:
+    """Report a crontab's classic mistakes, one line each; exit 1 when there are errors."""
+    from cronwrap import crontab, schedule
+
+    text, name = _read_crontab(file)
+    findings = crontab.lint(text, system=_is_system(file, system),
+                            system_zone=schedule.system_zone_name() or "UTC", now=_now())
+    for finding in findings:
+        print(crontab.format_finding(finding, name))
+    return 1 if crontab.has_errors(findings) else 0
+
+
 db_cli = typer.Typer(help="The ledger's schema.", no_args_is_help=True)
 cli.add_typer(db_cli, name="db")
 

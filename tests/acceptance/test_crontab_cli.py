@@ -1,0 +1,72 @@
+"""``cronwrap wrap`` and ``cronwrap lint`` on real files and standard input."""
+
+from __future__ import annotations
+
+from tests.unit.crontab_corpus import SYSTEM_CRONTAB, USER_CRONTAB
+
+
+CRONTAB = """MAILTO=ops@example.com
+CRON_TZ=Asia/Shanghai
+30 1 * * * /usr/local/bin/settle.sh >> /var/log/settle.log 2>&1
+*/5 * * * * cd /srv && ./poll.sh
+@reboot /usr/local/bin/warm-cache
+"""
+
+
+def test_wrap_prefixes_every_job_and_unwrap_restores_it(cw, tmp_path):
+    path = tmp_path / "crontab"
+    path.write_text(CRONTAB)
+    wrapped = cw("wrap", str(path), "--cronwrap", "/opt/bin/cronwrap", "--", "--timeout", "25m",
+                 check_rc=0).stdout.decode()
+    lines = wrapped.splitlines()
+    assert lines[:2] == CRONTAB.splitlines()[:2]
+    assert lines[2].startswith("30 1 * * * /opt/bin/cronwrap run -n settle --schedule '30 1 * * *' --timeout 25m -- ")
+    assert lines[2].endswith("/usr/local/bin/settle.sh >> /var/log/settle.log 2>&1")
+    assert "--schedule" not in lines[4] and "run -n warm-cache" in lines[4]
+    again = cw("wrap", "-", "--cronwrap", "/opt/bin/cronwrap", input=wrapped.encode(), check_rc=0)
+    assert again.stdout.decode() == wrapped  # wrapping twice changes nothing
+    restored = cw("wrap", "--unwrap", "-", input=wrapped.encode(), check_rc=0)
+    assert restored.stdout.decode() == CRONTAB
+
+
+def test_wrap_diff_shows_the_change(cw, tmp_path):
+    path = tmp_path / "crontab"
+    path.write_text(CRONTAB)
+    out = cw("wrap", str(path), "--diff", check_rc=0).stdout.decode()
+    assert out.startswith("--- a/") and "+30 1 * * *" in out and "-30 1 * * *" in out
+
+
+def test_wrap_refuses_bad_run_options_with_125(cw, tmp_path):
+    path = tmp_path / "crontab"
+    path.write_text(CRONTAB)
+    proc = cw("wrap", str(path), "--", "--timeout", "5x")
+    assert proc.returncode == 125 and b"--timeout" in proc.stderr and proc.stdout == b""
+    assert cw("wrap", str(tmp_path / "missing")).returncode == 125
+
+
+def test_lint_reports_line_severity_and_fix_and_exits_1_on_errors(cw, tmp_path):
+    path = tmp_path / "crontab"
+    path.write_text("0 0 1 * 1 backup.sh\n61 * * * * /bin/true\n")
+    proc = cw("lint", str(path))
+    assert proc.returncode == 1
+    lines = proc.stdout.decode().splitlines()
+    assert any(l.startswith(f"{path}:2:1: error: E001") and "fix:" in l for l in lines)
+    assert any(":1:" in l and "W002" in l for l in lines)
+    clean = tmp_path / "clean"
+    clean.write_text("PATH=/usr/local/bin:/usr/bin:/bin\nMAILTO=ops@example.com\n"
+                     "17 3 * * * /usr/local/bin/cronwrap run -n x --timeout 1h -- /usr/local/bin/x >> /var/log/x 2>&1\n")
+    assert cw("lint", str(clean)).returncode == 0
+
+
+def test_system_crontab_user_field_is_kept(cw, tmp_path):
+    text = "SHELL=/bin/sh\n17 * * * * root cd / && run-parts --report /etc/cron.hourly\n"
+    out = cw("wrap", "--system", "-", input=text.encode(), check_rc=0).stdout.decode()
+    assert out.splitlines()[1].startswith("17 * * * * root ")
+    assert cw("wrap", "--system", "--unwrap", "-", input=out.encode(), check_rc=0).stdout.decode() == text
+
+
+def test_the_corpus_round_trips_through_the_executable(cw):
+    for text, mode in ((USER_CRONTAB, "--user"), (SYSTEM_CRONTAB, "--system")):
+        wrapped = cw("wrap", mode, "-", input=text.encode(), check_rc=0).stdout
+        assert wrapped != text.encode()
+        assert cw("wrap", mode, "--unwrap", "-", input=wrapped, check_rc=0).stdout == text.encode()
