@@ -257,6 +257,27 @@ def lint(
     return 1 if crontab.has_errors(findings) else 0
 
 
+@cli.command()
+def prune(
+    older_than: str = typer.Option(..., "--older-than", help="Remove runs and log files older than this (e.g. 90d)."),
+    keep_last: int = typer.Option(0, "--keep-last", min=0, help="Always keep each job's newest N runs."),
+    db: Optional[str] = typer.Option(None, help=DB_HELP),
+) -> int:
+    """Retention: old ledger rows and log files; never a running run, nor a slot inside its catch-up window."""
+    from cronwrap import retention
+    from cronwrap.durations import parse_duration
+    from cronwrap.paths import resolve_dirs
+
+    age = parse_duration(older_than, "--older-than")
+    ledger = _ledger(db)
+    try:
+        result = retention.prune(ledger, resolve_dirs(os.environ).logs, age, keep_last, time.time())
+    finally:
+        ledger.close()
+    print(f"removed {result.runs} runs and {result.files} log files older than {older_than}")
+    return 0
+
+
 db_cli = typer.Typer(help="The ledger's schema.", no_args_is_help=True)
 cli.add_typer(db_cli, name="db")
 

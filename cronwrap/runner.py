@@ -128,6 +128,9 @@ class Invocation:
         self.pid, self.pid_start = procs.self_identity()
         self.interactive = os.isatty(2)
         self.replaced = False
+        self.settings = None  # what prune must respect, kept with the job
+        if spec.schedule is not None and spec.catchup != "none":
+            self.settings = f'{{"catchup": "{spec.catchup}", "catchup_window": {spec.catchup_window}}}'
 
     def event(self, event: str, run: Run | None = None, slot: Slot | None = None, **fields) -> None:
         common = {"job": self.spec.name, "host": self.spec.host, "pid": self.pid}
@@ -148,7 +151,8 @@ class Invocation:
         spec = self.spec
         # After --overlap replace ended the holder of this very slot, the slot is run again.
         return ClaimRequest(
-            job=JobInfo(spec.name, spec.schedule, self.timing.zone_name, spec.key),
+            job=JobInfo(spec.name, spec.schedule, self.timing.zone_name, spec.key,
+                        self.settings),
             run_key=slot.run_key, scheduled_at=slot.scheduled_at,
             trigger=slot.trigger, host=spec.host, pid=self.pid, pid_start=self.pid_start,
             lease=spec.lease, overlap_skip=spec.overlap != "allow", force=spec.force or self.replaced,

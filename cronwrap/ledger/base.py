@@ -77,8 +77,8 @@ def _never_gone(pid: int | None, start: int | None) -> bool:
 class JobInfo(Record):
     """What a firing tells the ledger about its job (kept in ``jobs``)."""
 
-    __slots__ = ("name", "schedule", "tz", "key_template")
-    _defaults = dict(schedule=None, tz=None, key_template=None)
+    __slots__ = ("name", "schedule", "tz", "key_template", "settings")
+    _defaults = dict(schedule=None, tz=None, key_template=None, settings=None)
 
 
 class ClaimRequest(Record):
@@ -157,6 +157,11 @@ class Ledger(Protocol):
 
     def summaries(self, since: datetime, jobs: list[str] | None = None) -> list[JobSummary]:
         """One summary per known job (or the named ones), counts over runs since ``since``."""
+
+    def prune(self, cutoff: datetime, keep_last: int) -> list[tuple[int, str, str | None]]:
+        """Delete finished rows older than ``cutoff`` beyond each job's newest ``keep_last``;
+        never a running row, nor a slot inside its job's catch-up window. Returns (id, job,
+        log_path) of each row removed."""
 
     def unlock(self, job: str) -> list[Run]:
         """Expire every running lease of ``job`` (rows become abandoned and claimable)."""

@@ -141,6 +141,12 @@ class SqlLedger(ABC):
         return [self._summary(r, last.get(r["last_run_id"]), running.get(r["name"], []),
                               counts.get(r["name"], {})) for r in rows]
 
+    def prune(self, cutoff: datetime, keep_last: int) -> list[tuple[int, str, str | None]]:
+        with self._tx() as cur:
+            rows = self._all(cur, "prune", cutoff=self._to_db(cutoff), keep=keep_last,
+                             now=self._db_now(cur))
+        return [(r["id"], r["job"], r["log_path"]) for r in rows]
+
     def unlock(self, job: str) -> list[Run]:
         with self._tx() as cur:
             rows = self._all(cur, "unlock", job=job, now=self._db_now(cur))
@@ -158,7 +164,8 @@ class SqlLedger(ABC):
         if last_slot is None and req.trigger != "manual":  # a manual run is not the schedule
             last_slot = req.scheduled_at
         self._exec(cur, "upsert_job", job=job.name, schedule=job.schedule, tz=job.tz,
-                   key_template=job.key_template, now=now, last_slot=self._to_db(last_slot))
+                   key_template=job.key_template, settings=job.settings, now=now,
+                   last_slot=self._to_db(last_slot))
 
     def _live_runs(self, cur: Any, req: ClaimRequest, now: Any) -> list[Run]:
         """Running rows with a live lease; this host's rows whose wrapper is gone expire now."""

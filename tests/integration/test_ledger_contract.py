@@ -54,7 +54,7 @@ def ledger(backend, clock, tmp_path, request):
 
 
 def req(key="k1", job="settle", host="h1", **kw) -> ClaimRequest:
-    defaults = dict(job=JobInfo(job), run_key=key, scheduled_at=datetime.fromtimestamp(T0, timezone.utc),
+    defaults = dict(job=job if isinstance(job, JobInfo) else JobInfo(job), run_key=key, scheduled_at=datetime.fromtimestamp(T0, timezone.utc),
                     trigger="schedule", host=host, pid=next(_pids), pid_start=1, lease=60.0)
     defaults.update(kw)
     return ClaimRequest(**defaults)
@@ -251,3 +251,24 @@ def test_slot_history_and_marks(ledger, clock):
     assert (rows["m2"].status, rows["m2"].skip_reason) == ("skipped", "too_late")
     claim = ledger.claim(req("m1", trigger="catchup", overlap_skip=False))  # still runnable
     assert claim.run.trigger == "catchup" and claim.run.attempt == 1
+
+
+def test_prune_keeps_running_rows_recent_rows_and_the_catchup_window(ledger, clock):
+    old = datetime.fromtimestamp(T0, timezone.utc)
+    for i in range(6):
+        run = ledger.claim(req(f"k{i}", scheduled_at=old + timedelta(hours=i))).run
+        clock.advance(3600)
+        ledger.finish(run.run_id, run.fence, done())
+    ledger.claim(req("live", job="other"))  # running: never pruned
+    catchup = JobInfo("windowed", settings='{"catchup": "latest", "catchup_window": 5184000.0}')
+    for i in range(3):  # slots a month old at prune time, inside the 60-day catch-up window
+        run = ledger.claim(req(f"w{i}", job=catchup, scheduled_at=datetime.fromtimestamp(clock.t - 3600 * i, timezone.utc))).run
+        ledger.finish(run.run_id, run.fence, done())
+    clock.advance(86400 * 30)
+    cutoff = datetime.fromtimestamp(clock.t - 86400, timezone.utc)
+    removed = ledger.prune(cutoff, keep_last=2)
+    assert sorted(job for _, job, _ in removed) == ["settle"] * 4
+    assert [r.run_key for r in ledger.runs("settle")] == ["k5", "k4"]
+    assert len(ledger.runs("other")) == 1
+    assert ledger.prune(cutoff, keep_last=0) and len(ledger.runs("other")) == 1
+    assert len(ledger.runs("windowed")) == 3

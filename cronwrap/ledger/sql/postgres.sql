@@ -77,10 +77,13 @@ CREATE INDEX IF NOT EXISTS cronwrap_runs_running ON cronwrap_runs (job, id)
 -- transaction (READ COMMITTED) see what the previous holder committed.
 -- last_slot: the newest scheduled slot seen (catch-up planning and "late" count slots after it;
 -- slot times come from the hosts' clocks, so planning never mixes in the database's clock).
-INSERT INTO cronwrap_jobs (name, schedule, tz, key_template, first_seen, last_seen, last_slot)
-VALUES (%(job)s, %(schedule)s, %(tz)s, %(key_template)s, %(now)s, %(now)s, %(last_slot)s)
+-- settings: JSON of what prune must respect (the catch-up policy and window).
+INSERT INTO cronwrap_jobs (name, schedule, tz, key_template, settings, first_seen, last_seen,
+                           last_slot)
+VALUES (%(job)s, %(schedule)s, %(tz)s, %(key_template)s, %(settings)s, %(now)s, %(now)s,
+        %(last_slot)s)
 ON CONFLICT (name) DO UPDATE SET
-  schedule = excluded.schedule, tz = excluded.tz,
+  schedule = excluded.schedule, tz = excluded.tz, settings = excluded.settings,
   key_template = excluded.key_template, last_seen = excluded.last_seen,
   last_slot = GREATEST(cronwrap_jobs.last_slot, excluded.last_slot)
 
@@ -161,6 +164,22 @@ SELECT * FROM cronwrap_runs WHERE status = 'running' ORDER BY id
 -- name: all_counts
 SELECT job, status, count(*) AS n FROM cronwrap_runs WHERE created_at >= %(since)s
 GROUP BY job, status
+
+-- name: prune
+-- Old finished rows beyond each job's newest %(keep)s, never a running row, never a slot
+-- inside its job's catch-up window.
+DELETE FROM cronwrap_runs WHERE id IN (
+  SELECT id FROM (
+    SELECT r.id, r.status, r.created_at, r.finished_at, r.scheduled_at,
+           ROW_NUMBER() OVER (PARTITION BY r.job ORDER BY r.id DESC) AS newer,
+           CASE WHEN j.settings::jsonb ->> 'catchup' IN ('latest', 'all')
+                THEN coalesce((j.settings::jsonb ->> 'catchup_window')::float, 0) ELSE 0 END AS win
+    FROM cronwrap_runs r JOIN cronwrap_jobs j ON j.name = r.job
+  ) AS candidates
+  WHERE status <> 'running' AND newer > %(keep)s AND coalesce(finished_at, created_at) < %(cutoff)s
+    AND (scheduled_at IS NULL OR win = 0 OR scheduled_at < %(now)s - make_interval(secs => win))
+)
+RETURNING id, job, log_path
 
 -- name: unlock
 UPDATE cronwrap_runs SET locked_until = %(now)s WHERE job = %(job)s AND status = 'running'

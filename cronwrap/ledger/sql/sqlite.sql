@@ -45,10 +45,11 @@ CREATE INDEX IF NOT EXISTS runs_job_created ON runs (job, created_at, status);
 
 -- name: upsert_job
 -- last_slot: the newest scheduled slot seen (catch-up planning and "late" count slots after it).
-INSERT INTO jobs (name, schedule, tz, key_template, first_seen, last_seen, last_slot)
-VALUES (:job, :schedule, :tz, :key_template, :now, :now, :last_slot)
+-- settings: JSON of what prune must respect (the catch-up policy and window).
+INSERT INTO jobs (name, schedule, tz, key_template, settings, first_seen, last_seen, last_slot)
+VALUES (:job, :schedule, :tz, :key_template, :settings, :now, :now, :last_slot)
 ON CONFLICT (name) DO UPDATE SET
-  schedule = excluded.schedule, tz = excluded.tz,
+  schedule = excluded.schedule, tz = excluded.tz, settings = excluded.settings,
   key_template = excluded.key_template, last_seen = excluded.last_seen,
   last_slot = CASE WHEN jobs.last_slot IS NULL OR excluded.last_slot > jobs.last_slot
                    THEN coalesce(excluded.last_slot, jobs.last_slot) ELSE jobs.last_slot END
@@ -125,6 +126,22 @@ SELECT * FROM runs WHERE status = 'running' ORDER BY id
 
 -- name: all_counts
 SELECT job, status, count(*) AS n FROM runs WHERE created_at >= :since GROUP BY job, status
+
+-- name: prune
+-- Old finished rows beyond each job's newest :keep, never a running row, never a slot inside
+-- its job's catch-up window.
+DELETE FROM runs WHERE id IN (
+  SELECT id FROM (
+    SELECT r.id, r.status, r.created_at, r.finished_at, r.scheduled_at,
+           ROW_NUMBER() OVER (PARTITION BY r.job ORDER BY r.id DESC) AS newer,
+           CASE WHEN json_extract(j.settings, '$.catchup') IN ('latest', 'all')
+                THEN coalesce(json_extract(j.settings, '$.catchup_window'), 0) ELSE 0 END AS win
+    FROM runs r JOIN jobs j ON j.name = r.job
+  )
+  WHERE status <> 'running' AND newer > :keep AND coalesce(finished_at, created_at) < :cutoff
+    AND (scheduled_at IS NULL OR win = 0 OR scheduled_at < :now - win)
+)
+RETURNING id, job, log_path
 
 -- name: unlock
 UPDATE runs SET locked_until = :now WHERE job = :job AND status = 'running' RETURNING *
