@@ -77,24 +77,49 @@ def status(
     names: List[str] = typer.Argument(None, help="Jobs to show (default: all); one NAME shows its runs."),
     since: str = typer.Option("7d", help=SINCE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array of jobs."),
+    output_format: str = typer.Option("table", "--format", help="table, json or prometheus (text exposition format)."),
+    textfile: Optional[str] = typer.Option(None, "--textfile", help="Write the Prometheus metrics to this file atomically (node_exporter textfile collector)."),
+    check: bool = typer.Option(False, "--check", help="Nagios/Icinga plugin: one line plus perfdata; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."),
+    max_age: Optional[str] = typer.Option(None, "--max-age", help="With --check: CRITICAL when a job has not succeeded for this long."),
+    warn_duration: Optional[str] = typer.Option(None, "--warn-duration", help="With --check: WARNING when a run has been running longer than this."),
     db: Optional[str] = typer.Option(None, help=DB_HELP),
 ) -> int:
-    """One row per job: last run, status, duration, last success, running runs, health."""
+    """One row per job: last run, status, duration, last success, next due, running runs, health."""
     from cronwrap import report
+    from cronwrap.durations import parse_duration
 
+    if output_format not in ("table", "json", "prometheus"):
+        raise UsageError(f"--format: {output_format!r} is not one of table, json, prometheus")
+    limits = [parse_duration(v, o) if v else None for v, o in ((max_age, "--max-age"),
+                                                               (warn_duration, "--warn-duration"))]
     now = _now()
     ledger = _ledger(db)
     try:
         since_at = report.since_of(now, _since(since))
-        if names and len(names) == 1 and not as_json:
-            report.render_runs(ledger.runs(names[0], 50, since_at), now)
+        if names and len(names) == 1 and output_format == "table" and not (as_json or check or textfile):
+            report.render_runs(ledger.runs(names[0], 60, since_at), now)
             return 0
         reports = report.job_reports(ledger, since_at, names or None, now)
+        p95 = report.usual_p95(ledger, reports) if check else {}
     finally:
         ledger.close()
-    if as_json:
+    return _show_status(reports, now, "json" if as_json else output_format, textfile, check, limits, p95)
+
+
+def _show_status(reports, now, output_format, textfile, check, limits, p95) -> int:
+    from cronwrap import monitor, report
+
+    if textfile:
+        monitor.write_textfile(textfile, monitor.prometheus(reports, now))
+    if check:
+        result = monitor.check(reports, now, limits[0], limits[1], p95)
+        print(result.text)
+        return result.exit_code
+    if output_format == "json":
         print(json.dumps([report.report_json(r, now) for r in reports], indent=2))
-    else:
+    elif output_format == "prometheus":
+        sys.stdout.write(monitor.prometheus(reports, now))
+    elif not textfile:
         report.render_status(reports, now)
     return 0
 

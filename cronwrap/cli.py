@@ -53,7 +53,8 @@ def run_command(args: list[str]) -> int:
     given, command = parse_run_args(args)
     if given is None:
         return 0  # --help was printed
-    spec = build_spec(command, given, os.environ, lambda: os.uname().nodename)
+    values, labels = with_config(given, command)
+    spec = build_spec(command, values, os.environ, lambda: os.uname().nodename, labels)
     from cronwrap import runner
 
     status = runner.run(spec, dict(os.environ))
@@ -63,6 +64,18 @@ def run_command(args: list[str]) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)
+
+
+def with_config(given: dict, command: list[str]) -> tuple[dict, dict | None]:
+    """Command line > environment > [jobs.NAME] > [defaults] > built-in (DESIGN §4)."""
+    from cronwrap import config
+
+    path = config.find_config(os.environ)
+    if path is None:
+        return given, None
+    loaded = config.load_config(path)
+    merged = config.merge(given, os.environ, loaded, config.job_name_of(given, os.environ, command))
+    return merged.values, merged.labels
 
 
 def parse_run_args(args: list[str]) -> tuple[dict | None, list[str]]:

@@ -233,6 +233,10 @@ def _check_value(job: str | None, raw_key: str, key: str, value: Any, line: str)
         parsed = opt.parse(text, label)
     except UsageError as exc:
         raise ConfigError(str(exc)) from None
+    if opt.parse is spec.path and not parsed.is_absolute():
+        # cron starts jobs in $HOME: relative to what would be a guess either way
+        raise ConfigError(f"{label}: {text!r} is a relative path; the config file needs an "
+                          "absolute one (or ~/…)")
     return parsed if opt.is_flag else text
 
 

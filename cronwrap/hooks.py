@@ -83,6 +83,10 @@ def run_hook(command: str, env: dict[str, str], timeout: float) -> HookResult:
     watch = _HookWatch(proc, started + timeout if timeout > 0 else None)
     try:
         watch.collect()
+    except Exception as exc:  # a bug here must not become the job's failure: end the hook
+        _signal_group(proc.pid, signal.SIGKILL)
+        watch.tail += f"\ncronwrap: hook supervision failed: {type(exc).__name__}: {exc}".encode()
+        proc.poll()
     finally:
         proc.stdout.close()
     code = proc.returncode

@@ -59,8 +59,8 @@ def check(reports: list[JobReport], now: datetime, max_age: float | None = None,
     worst = max(v.state for v in verdicts)
     perf = " ".join(item for r in reports for item in perfdata(r, now, max_age, warn_duration))
     text = f"CRONWRAP {STATE_WORDS[worst]} - {_tally(verdicts)}"
-    reasons = [f"{v.job} {', '.join(v.reasons)}" for state in (CHECK_CRITICAL, CHECK_WARNING)
-               for v in verdicts if v.state == state]
+    reasons = [f"{v.job} {', '.join(v.reasons)}".replace("|", "/")  # '|' starts perfdata
+               for state in (CHECK_CRITICAL, CHECK_WARNING) for v in verdicts if v.state == state]
     if reasons:
         more = len(reasons) - MAX_REASONS
         text += ": " + "; ".join(reasons[:MAX_REASONS]) + (f"; and {more} more" if more > 0 else "")

@@ -171,11 +171,29 @@ def render_runs(runs: list[Run], now: datetime) -> None:
             "-" if r.exit_code is None else str(r.exit_code), str(r.fence or "-"),
         )
     out = console()
+    if runs:
+        from cronwrap.monitor import history_picture
+
+        out.print(history_picture(runs, 60, now).to_rich())
+        out.print()
     out.print(table)
     last_bad = next((r for r in runs if r.status in BAD_STATUSES and r.error_tail), None)
     if last_bad is not None:
         out.print(f"\n[bold]last output of run {last_bad.run_id} ({last_bad.status}):[/]")
         out.print(last_bad.error_tail.rstrip()[-1500:], markup=False, highlight=False)
+
+
+def usual_p95(ledger: base.Ledger, reports: list[JobReport]) -> dict[str, float]:
+    """The 95th percentile of recent successful durations, for jobs running now."""
+    p95 = {}
+    for rep in reports:
+        if not rep.live:
+            continue
+        durations = sorted(r.duration_ms / 1000 for r in ledger.runs(rep.summary.job, 50)
+                           if r.status == base.SUCCEEDED and r.duration_ms is not None)
+        if len(durations) >= 5:
+            p95[rep.summary.job] = durations[min(len(durations) - 1, int(0.95 * len(durations)))]
+    return p95
 
 
 def console():

@@ -34,6 +34,13 @@ class Slot(Record):
     __slots__ = ("run_key", "scheduled_at", "trigger")
 
 
+class Attempt(Record):
+    """One run of a slot as it ended: cronwrap's exit status, what was recorded, the row,
+    and the environment the job had (hooks get it too)."""
+
+    __slots__ = ("exit_status", "result", "run", "env")
+
+
 class Timing(Record):
     """``--schedule`` resolved: the Schedule (None without one) and the zone's name."""
 
@@ -128,6 +135,11 @@ class Invocation:
         self.pid, self.pid_start = procs.self_identity()
         self.interactive = os.isatty(2)
         self.replaced = False
+        self.pinger = None
+        if spec.ping:
+            from cronwrap.hooks import Pinger
+
+            self.pinger = Pinger(spec.ping)
         self.settings = None  # what prune must respect, kept with the job
         if spec.schedule is not None and spec.catchup != "none":
             self.settings = f'{{"catchup": "{spec.catchup}", "catchup_window": {spec.catchup_window}}}'
@@ -156,6 +168,7 @@ class Invocation:
             run_key=slot.run_key, scheduled_at=slot.scheduled_at,
             trigger=slot.trigger, host=spec.host, pid=self.pid, pid_start=self.pid_start,
             lease=spec.lease, overlap_skip=spec.overlap != "allow", force=spec.force or self.replaced,
+            max_attempts=spec.max_attempts or 1 + spec.retries,
             is_gone=lambda pid, start: not procs.is_alive(pid, start),
         )
 
@@ -179,6 +192,9 @@ def run(spec: JobSpec, environ: dict[str, str], now: float | None = None) -> int
     finally:
         if ledger is not None:
             ledger.close()
+        if inv.pinger is not None:
+            for error in inv.pinger.wait(2.0):
+                inv.event("ping_failed", error=error)
         inv.events.close()
 
 
@@ -212,12 +228,119 @@ def run_slots(inv: Invocation, ledger: base.Ledger | None, timing: Timing,
         slots = firing_slots(inv, None, timing)
     if lock is False:
         slots = slots[-1:]  # the lock is busy: record the firing's own slot as skipped
-    statuses = [claim_and_execute(inv, ledger, slot, lock) for slot in slots]
+    statuses = [run_slot(inv, ledger, slot, lock) for slot in slots]
     return next((s for s in statuses if s != 0), statuses[-1] if statuses else 0)
 
 
+def run_slot(inv: Invocation, ledger: base.Ledger | None, slot: Slot,
+             lock: locks.Lock | None | bool) -> int:
+    """Run a slot, retrying transient failures with backoff, then tell hooks and pings."""
+    attempt = claim_and_execute(inv, ledger, slot, lock)
+    if isinstance(attempt, int):
+        return attempt  # nothing ran: a skip
+    first = attempt.run.attempt
+    while (delay := retry_delay(inv, attempt, first)) is not None:
+        inv.event("retry", run=attempt.run, status=attempt.result.status,
+                  exit_code=attempt.exit_status, delay_s=round(delay, 3))
+        time.sleep(delay)
+        again = claim_and_execute(inv, ledger, slot, lock)
+        if isinstance(again, int):
+            break  # the slot was taken in the meantime (another host retried it)
+        attempt = again
+    after_slot(inv, ledger, attempt)
+    return attempt.exit_status
+
+
+def retry_delay(inv: Invocation, attempt: Attempt, first: int) -> float | None:
+    """The backoff before another attempt, or None when the run is final."""
+    spec = inv.spec
+    if spec.retries == 0 or attempt.run.run_id == 0:
+        return None
+    from cronwrap import retry
+
+    result = attempt.result
+    if not retry.should_retry(result.status, result.exit_code, spec.retry_on,
+                              attempt.run.attempt, spec.retries, spec.max_attempts,
+                              first_attempt=first):
+        return None
+    import random
+
+    delay = retry.backoff(attempt.run.attempt - first + 1, spec.retry_delay,
+                          spec.retry_max_delay, random.Random())
+    next_slot = None
+    if inv.timing.schedule is not None and attempt.run.scheduled_at is not None:
+        next_slot = inv.timing.schedule.next_after(attempt.run.scheduled_at)
+    now = datetime.now(timezone.utc)
+    expected = spec.timeout or result.duration_ms / 1000
+    if not retry.fits_before_next_slot(now, delay, next_slot, expected):
+        inv.event("retry_skipped", run=attempt.run, reason="would run past the next slot",
+                  next_slot=base.iso(next_slot))
+        return None
+    return delay
+
+
+def after_slot(inv: Invocation, ledger: base.Ledger | None, attempt: Attempt) -> None:
+    """Hooks and the finish ping; their failures are logged, never change the exit status."""
+    spec, result = inv.spec, attempt.result
+    if inv.pinger is not None:
+        inv.pinger.finish(result.status, attempt.exit_status, result.error_tail)
+    hook, alert = choose_hook(inv, ledger, attempt)
+    if hook is None:
+        return
+    from cronwrap import hooks
+
+    env = hooks.hook_env(attempt.env, result.status, attempt.exit_status, result.duration_ms,
+                         result.error_tail)
+    if alert:
+        env["CRONWRAP_ALERT"] = alert
+    outcome = hooks.run_hook(hook, env, spec.hook_timeout)
+    inv.event("hook", run=attempt.run, hook="on-success" if hook == spec.on_success else "on-failure",
+              alert=alert, exit_code=outcome.exit_code, timed_out=outcome.timed_out,
+              duration_ms=int(outcome.duration * 1000))
+    if not outcome.ok:
+        inv.events._report(f"{spec.name}: hook exited {outcome.exit_code}"
+                           f"{' (timed out)' if outcome.timed_out else ''}: "
+                           f"{outcome.output_tail.strip()[-300:]}")
+
+
+def choose_hook(inv: Invocation, ledger: base.Ledger | None,
+                attempt: Attempt) -> tuple[str | None, str | None]:
+    """Which hook to run, and CRONWRAP_ALERT (failing / recovered) under --alert-after."""
+    spec = inv.spec
+    ok = attempt.result.status == base.SUCCEEDED
+    if spec.alert_after <= 1:
+        return (spec.on_success if ok else spec.on_failure), None
+    streak = failure_streak(inv, ledger, spec.alert_after + 1)
+    if not ok:
+        return (spec.on_failure, "failing") if streak >= spec.alert_after else (None, None)
+    if streak >= spec.alert_after and spec.on_failure:
+        return spec.on_failure, "recovered"  # the channel that alerted hears it is resolved
+    return spec.on_success, None
+
+
+def failure_streak(inv: Invocation, ledger: base.Ledger | None, limit: int) -> int:
+    """Failed slots in a row, newest first; a success just recorded is passed over, so that
+    a recovery sees the streak it ends."""
+    if ledger is None:
+        return 1
+    try:
+        runs = [r for r in ledger.runs(inv.spec.name, limit + 20) if r.status in
+                (base.SUCCEEDED, base.FAILED, base.TIMEOUT, base.KILLED)]
+    except LedgerError:
+        return 1
+    if runs and runs[0].status == base.SUCCEEDED:
+        runs = runs[1:]
+    streak = 0
+    for r in runs:
+        if r.status == base.SUCCEEDED:
+            break
+        streak += 1
+    return streak
+
+
 def claim_and_execute(inv: Invocation, ledger: base.Ledger | None, slot: Slot,
-                      lock: locks.Lock | None | bool) -> int:
+                      lock: locks.Lock | None | bool) -> Attempt | int:
+    """Claim and run the slot (an Attempt), or record why not (cronwrap's exit status)."""
     try:
         if ledger is not None and lock is False:
             return skip(inv, ledger.record_skip(inv.request(slot), base.OVERLAP), slot)
@@ -313,7 +436,7 @@ def job_environment(inv: Invocation, run: Run) -> dict[str, str]:
     return env
 
 
-def execute(inv: Invocation, ledger: base.Ledger, claim: Claim, lock: locks.Lock | None) -> int:
+def execute(inv: Invocation, ledger: base.Ledger, claim: Claim, lock: locks.Lock | None) -> Attempt:
     from cronwrap.supervise import SuperviseSpec, Supervisor
 
     spec, run = inv.spec, claim.run
@@ -325,9 +448,12 @@ def execute(inv: Invocation, ledger: base.Ledger, claim: Claim, lock: locks.Lock
         inv.events._report(capture.error)
     inv.event("start", run=run, fence=run.fence, took_over=claim.took_over,
               recorded=ledger is not None)
+    env = job_environment(inv, run)
+    if inv.pinger is not None:
+        inv.pinger.start()
     supervisor = Supervisor(
         SuperviseSpec(
-            argv=spec.command, env=job_environment(inv, run), timeout=spec.timeout,
+            argv=spec.command, env=env, timeout=spec.timeout,
             kill_after=spec.kill_after, signal=spec.signal, leave_orphans=spec.leave_orphans,
             pass_fds=(lock.fd_for_job,) if lock and lock.fd_for_job is not None else (),
         ),
@@ -357,7 +483,7 @@ def execute(inv: Invocation, ledger: base.Ledger, claim: Claim, lock: locks.Lock
     if outcome.spawn_error:
         sys.stderr.write(f"cronwrap: {spec.name}: {outcome.spawn_error}\n")
     tidy_logs(inv)
-    return status
+    return Attempt(status, result, run, env)
 
 
 def wrapper_usage() -> dict[str, int]:

@@ -115,6 +115,24 @@ def count(text: str, label: str) -> int:
     return int(text)
 
 
+def retry_codes(text: str, label: str) -> frozenset:
+    from cronwrap.retry import parse_retry_on
+
+    return parse_retry_on(text, label)
+
+
+def command_text(text: str, label: str) -> str:
+    if not text.strip() or "\0" in text:
+        raise UsageError(f"{label}: a hook is a shell command; got an empty one")
+    return text
+
+
+def ping_url(text: str, label: str) -> str:
+    from cronwrap.hooks import parse_ping_url
+
+    return parse_ping_url(text, label)
+
+
 def flag(text: str, label: str) -> bool:
     value = text.strip().lower()
     if value in ("1", "true", "yes", "on"):
@@ -219,6 +237,31 @@ OPTIONS: tuple[Option, ...] = (
            "PATH). Values are never logged.", "Environment", path, "PATH"),
     Option("jitter", "Sleep a random time up to this long before starting, to spread load.",
            "Environment", duration, "DURATION", 0.0),
+    Option("retries", "Run a failed slot again up to N times in this invocation, when its "
+           "exit status is one of --retry-on; never past the schedule's next slot.", "Retries",
+           count, "N", 0),
+    Option("retry-delay", "Base of the exponential backoff between attempts (full jitter: "
+           "a random delay up to base x 2^(attempt-1)).", "Retries", duration, "DURATION", 10.0),
+    Option("retry-max-delay", "Cap of the backoff between attempts.", "Retries", duration,
+           "DURATION", 600.0),
+    Option("retry-on", "Exit statuses that are transient, comma-separated; 'timeout' is a "
+           "member (default 75 = EX_TEMPFAIL).", "Retries", retry_codes, "CODES",
+           frozenset({75})),
+    Option("max-attempts", "Attempts per slot across invocations (default: 1 + --retries); a "
+           "later firing of the same slot retries it while attempts remain.", "Retries", count,
+           "N"),
+    Option("on-failure", "Shell command run (by /bin/sh -c) when a slot's run did not succeed, "
+           "with the run's environment plus CRONWRAP_STATUS, CRONWRAP_EXIT_CODE, "
+           "CRONWRAP_DURATION_MS and CRONWRAP_OUTPUT_TAIL.", "Hooks", command_text, "CMD"),
+    Option("on-success", "Shell command run when a slot's run succeeded (same environment).",
+           "Hooks", command_text, "CMD"),
+    Option("hook-timeout", "A hook is killed after this long; its failure never changes the "
+           "job's exit status.", "Hooks", positive_duration, "DURATION", 60.0),
+    Option("alert-after", "Run --on-failure only once N slots in a row failed, and once more "
+           "(CRONWRAP_ALERT=recovered) when the job succeeds again.", "Hooks", count, "N", 1),
+    Option("ping", "healthchecks.io-style URL: pinged at start (URL/start) and at the end "
+           "(URL/EXIT_CODE, with the output tail); never blocks or changes the job.", "Hooks",
+           ping_url, "URL"),
 )
 BY_LONG = {o.name: o for o in OPTIONS}
 BY_SHORT = {o.short: o for o in OPTIONS if o.short}
@@ -237,12 +280,13 @@ class JobSpec(Record):
 
 
 def build_spec(command: list[str], given: Mapping[str, str | bool], environ: Mapping[str, str],
-               default_host: Callable[[], str]) -> JobSpec:
-    """Merge command-line values (``given``, by option name) over ``CRONWRAP_*`` variables."""
+               default_host: Callable[[], str], labels: Mapping[str, str] | None = None) -> JobSpec:
+    """Merge given values (by option name: the command line, or config.merge's result, with
+    ``labels`` naming where each came from) over ``CRONWRAP_*`` variables."""
     values: dict[str, Any] = {}
     for opt in OPTIONS:
         if opt.name in given:
-            raw, label = given[opt.name], f"--{opt.name}"
+            raw, label = given[opt.name], (labels or {}).get(opt.name, f"--{opt.name}")
         elif opt.env in environ:
             raw, label = environ[opt.env], opt.env
         else:

@@ -19,7 +19,7 @@ def build(home, jobs: int, per_job: int, now: float) -> None:
         rows = []
         for j in range(jobs):
             for i in range(per_job):
-                t = now - (per_job - i) * 3600  # hourly, oldest first
+                t = now - (per_job - i) * 3600 + 1800  # hourly, oldest first, off the cutoff
                 status = "running" if (j == 1 and i == 0) else "succeeded"
                 rows.append((f"j{j}", f"k{i}", t, "schedule", status, 1, t, t + 1 if status != "running" else None, t, i + 1))
         db.executemany("INSERT INTO runs (job, run_key, scheduled_at, trigger, status, attempts, started_at, "

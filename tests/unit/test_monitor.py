@@ -1,0 +1,364 @@
+"""Monitoring output from JobReports built by hand: Nagios check, Prometheus, textfile, picture."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import stat
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from cronwrap import monitor
+from cronwrap.errors import PathError
+from cronwrap.ledger.base import JobSummary, Run
+from cronwrap.monitor import check, history_picture, prometheus, sparkline, write_textfile
+from cronwrap.report import CRITICAL, OK, WARNING, JobReport
+
+UTC = timezone.utc
+NOW = datetime(2026, 3, 2, 12, 0, 0, tzinfo=UTC)
+HOUR = timedelta(hours=1)
+PERF = re.compile(r"^'[^']+'=-?[0-9.]+(s|%|B|KB|MB|TB|c)?;[0-9.]*;[0-9.]*;[0-9.]*;[0-9.]*$")
+
+
+def run(job="settle", status="succeeded", *, ago=HOUR, duration=12.3, exit_code=0, run_id=1,
+        lease=None, **kw) -> Run:
+    slot = NOW - ago
+    return Run(run_id=run_id, job=job, run_key=slot.isoformat(), scheduled_at=slot,
+               trigger="schedule", status=status, started_at=slot,
+               duration_ms=None if duration is None else int(duration * 1000),
+               exit_code=exit_code, locked_until=None if lease is None else NOW + lease, **kw)
+
+
+def summary(job="settle", **fields) -> JobSummary:
+    """Every field of JobSummary, whatever it holds today: None unless given."""
+    values = dict.fromkeys(JobSummary.__slots__)
+    values.update(job=job, schedule="0 * * * *", tz="UTC", first_seen=NOW - 30 * HOUR,
+                  last_seen=NOW - HOUR, running=[], counts={}, last_success_at=NOW - HOUR)
+    values.update(fields)
+    return JobSummary(**values)
+
+
+def report(job="settle", last=None, health=OK, why="", missed=0, next_due_at=None,
+           **fields) -> JobReport:
+    last = run(job) if last is None else last
+    fields.setdefault("last_run", last)
+    if last.status == "running":
+        fields.setdefault("running", [last])
+    return JobReport(summary=summary(job, **fields), health=health, why=why, now=NOW,
+                     missed=missed, next_due_at=next_due_at)
+
+
+def perf_items(text: str) -> list[str]:
+    return text.split(" | ", 1)[1].split(" ")
+
+
+# -- check -------------------------------------------------------------------------------------
+
+def test_all_ok():
+    result = check([report("a"), report("b")], NOW)
+    assert result.exit_code == 0
+    assert result.text.startswith("CRONWRAP OK - 2 ok | ")
+
+
+def test_no_jobs_is_unknown():
+    result = check([], NOW)
+    assert result.exit_code == 3 and result.text.startswith("CRONWRAP UNKNOWN - no jobs match")
+
+
+@pytest.mark.parametrize("last, words", [
+    (run(status="failed", exit_code=3), "settle failed (exit 3)"),
+    (run(status="timeout", exit_code=None), "settle timeout"),
+    (run(status="killed", exit_code=None, skip_reason="lease_lost"), "settle killed (lease_lost)"),
+    (run(status="missed", duration=None, exit_code=None), "settle missed"),
+])
+def test_a_bad_last_run_is_critical(last, words):
+    result = check([report(last=last), report("ok")], NOW)
+    assert result.exit_code == 2
+    assert result.text.startswith(f"CRONWRAP CRITICAL - 1 critical, 1 ok: {words} | ")
+
+
+def test_missed_slots_are_critical():
+    result = check([report(missed=2)], NOW)
+    assert result.exit_code == 2 and "settle missed 2 slots" in result.text
+
+
+def test_no_success_within_max_age_is_critical():
+    rep = report(last_success_at=NOW - 26 * HOUR)
+    assert check([rep], NOW, max_age=86400).exit_code == 2
+    assert "settle no success for 1d2h (max age 1d0h)" in check([rep], NOW, max_age=86400).text
+    assert check([rep], NOW, max_age=30 * 3600).exit_code == 0
+    assert check([rep], NOW).exit_code == 0  # no --max-age, no such rule
+
+
+def test_a_job_that_never_succeeded_gets_max_age_of_grace():
+    young = report(last=run(status="running", duration=None, lease=HOUR), last_success_at=None,
+                   first_seen=NOW - HOUR)
+    old = report(last=run(status="running", duration=None, lease=HOUR), last_success_at=None,
+                 first_seen=NOW - 48 * HOUR)
+    assert check([young], NOW, max_age=86400).exit_code == 0
+    result = check([old], NOW, max_age=86400)
+    assert result.exit_code == 2 and "no success recorded" in result.text
+
+
+def test_a_long_running_run_is_a_warning():
+    rep = report(last=run(status="running", ago=2 * HOUR, duration=None, lease=HOUR))
+    result = check([rep], NOW, warn_duration=3600)
+    assert result.exit_code == 1
+    assert "settle running for 2h00m (warn at 1h00m)" in result.text
+    assert check([rep], NOW, warn_duration=3 * 3600).exit_code == 0
+
+
+def test_a_run_past_its_usual_p95_is_a_warning():
+    rep = report(last=run(status="running", ago=timedelta(minutes=40), duration=None, lease=HOUR))
+    result = check([rep], NOW, usual_p95={"settle": 12 * 60})
+    assert result.exit_code == 1
+    assert "settle running for 40m00s, past its usual p95 of 12m00s" in result.text
+    assert check([rep], NOW, usual_p95={"settle": 3600}).exit_code == 0
+    assert check([rep], NOW, usual_p95={"other": 60}).exit_code == 0
+
+
+def test_a_run_whose_lease_expired_is_not_live():
+    rep = report(last=run(status="running", ago=5 * HOUR, duration=None, lease=-HOUR))
+    assert check([rep], NOW, warn_duration=60).exit_code == 0
+
+
+def test_what_assess_calls_a_warning_or_critical_is_kept():
+    warn = report("w", health=WARNING, why="run 7 abandoned (its runner is gone)")
+    crit = report("c", health=CRITICAL, why="late: 2 slots passed without a run")
+    result = check([warn, crit], NOW)
+    assert result.exit_code == 2
+    assert ("CRONWRAP CRITICAL - 1 critical, 1 warning: c late: 2 slots passed without a run; "
+            "w run 7 abandoned (its runner is gone) | ") in result.text
+
+
+def test_a_pipe_in_a_reason_cannot_start_the_perfdata_early():
+    text = check([report(health=WARNING, why="a | b")], NOW).text
+    assert text.count("|") == 1 and "settle a / b |" in text
+
+
+def test_the_summary_counts_states_and_names_the_worst_first():
+    reports = [report("ok1"), report("slow", last=run("slow", "running", ago=2 * HOUR,
+                                                      duration=None, lease=HOUR)),
+               report("bad", last=run("bad", "failed", exit_code=3)),
+               report("backup", last=run("backup", "timeout", exit_code=None))]
+    result = check(reports, NOW, warn_duration=600)
+    assert result.text.startswith("CRONWRAP CRITICAL - 2 critical, 1 warning, 1 ok: bad failed "
+                                  "(exit 3); backup timeout; slow running for 2h00m")
+
+
+def test_several_reasons_of_one_job_are_listed_together():
+    result = check([report(last=run(status="failed", exit_code=1), missed=1)], NOW)
+    assert "settle failed (exit 1), missed 1 slot |" in result.text
+
+
+def test_many_failures_are_counted_not_listed():
+    reports = [report(f"j{i}", last=run(f"j{i}", "failed", exit_code=1)) for i in range(9)]
+    result = check(reports, NOW)
+    assert "j4 failed (exit 1); and 4 more |" in result.text and "j5 failed" not in result.text
+
+
+def test_perfdata_syntax_and_thresholds():
+    reports = [report("a"), report("b", missed=1, last_success_at=NOW - 2 * HOUR)]
+    items = perf_items(check(reports, NOW, max_age=3600, warn_duration=60).text)
+    assert all(PERF.match(item) for item in items), items
+    assert "'a_duration'=12.3s;60;;0;" in items
+    assert "'b_missed'=1;;0;0;" in items
+    assert "'b_since_success'=7200s;;3600;0;" in items
+
+
+def test_perfdata_of_a_live_run_is_its_elapsed_time():
+    rep = report(last=run(status="running", ago=timedelta(seconds=90), duration=None, lease=HOUR))
+    assert "'settle_duration'=90s;;;0;" in perf_items(check([rep], NOW).text)
+
+
+def test_perfdata_labels_are_quoted_and_escaped():
+    assert monitor._perf("it's", 1.0, "s", None, None) == "'it''s'=1s;;;0;"
+
+
+# -- prometheus --------------------------------------------------------------------------------
+
+def parse(text: str) -> dict[str, object]:
+    return {family.name: family for family in text_string_to_metric_families(text)}
+
+
+def value(families, name, **labels) -> float:
+    matches = [s.value for s in families[name].samples if s.labels == labels]
+    assert len(matches) == 1, (name, labels, families[name].samples)
+    return matches[0]
+
+
+def test_prometheus_text_parses_back_with_every_family_a_gauge():
+    live = run("etl", "running", ago=timedelta(minutes=5), duration=None, exit_code=None,
+               lease=HOUR)
+    reports = [
+        report("settle", counts={"succeeded": 20, "failed": 2}),
+        report("backup", last=run("backup", "failed", exit_code=3, duration=4.5), health=CRITICAL,
+               missed=1, counts={"failed": 1, "weird": 4}, last_success_at=None),
+        report("etl", last=live, next_due_at=NOW + HOUR),
+    ]
+    families = parse(prometheus(reports, NOW))
+    for name, _ in monitor.FAMILIES:
+        assert families[name].type == "gauge" and families[name].documentation
+    assert value(families, "cronwrap_last_run_timestamp_seconds", job="settle") == \
+        (NOW - HOUR).timestamp()
+    assert value(families, "cronwrap_last_success_timestamp_seconds", job="settle") == \
+        (NOW - HOUR).timestamp()
+    assert value(families, "cronwrap_last_run_duration_seconds", job="backup") == 4.5
+    assert value(families, "cronwrap_last_run_exit_code", job="backup") == 3
+    assert value(families, "cronwrap_runs", job="settle", status="succeeded") == 20
+    assert value(families, "cronwrap_runs", job="settle", status="timeout") == 0
+    assert value(families, "cronwrap_runs", job="backup", status="weird") == 4
+    assert value(families, "cronwrap_missed_slots", job="backup") == 1
+    assert value(families, "cronwrap_running", job="etl") == 1
+    assert value(families, "cronwrap_running", job="settle") == 0
+    assert value(families, "cronwrap_health", job="backup") == 2
+    assert value(families, "cronwrap_health", job="settle") == 0
+    assert value(families, "cronwrap_last_run_status", job="backup", status="failed") == 1
+    assert value(families, "cronwrap_next_due_timestamp_seconds", job="etl") == \
+        (NOW + HOUR).timestamp()
+
+
+def test_unknown_values_are_left_out_not_invented():
+    families = parse(prometheus([report("new", last_success_at=None,
+                                        last=run("new", "running", duration=None,
+                                                 exit_code=None, lease=HOUR))], NOW))
+    names_with_new = {name for name, f in families.items()
+                      if any(s.labels.get("job") == "new" for s in f.samples)}
+    assert "cronwrap_last_success_timestamp_seconds" not in names_with_new
+    assert "cronwrap_last_run_duration_seconds" not in names_with_new
+    assert "cronwrap_last_run_exit_code" not in names_with_new
+    assert "cronwrap_last_run_timestamp_seconds" in names_with_new
+
+
+def test_label_values_are_escaped():
+    nasty = 'a"b\\c\nd'
+    families = parse(prometheus([report(nasty, last=run(nasty))], NOW))
+    assert value(families, "cronwrap_running", job=nasty) == 0
+    assert '\\"' in prometheus([report(nasty, last=run(nasty))], NOW)
+
+
+def test_the_health_gauge_follows_the_report():
+    families = parse(prometheus([report("w", health=WARNING)], NOW))
+    assert value(families, "cronwrap_health", job="w") == 1
+
+
+def test_no_reports_is_an_empty_exposition():
+    assert prometheus([], NOW) == ""
+    assert list(text_string_to_metric_families("")) == []
+
+
+def test_timestamps_keep_their_milliseconds():
+    rep = report(last_success_at=NOW - timedelta(milliseconds=1500))
+    families = parse(prometheus([rep], NOW))
+    got = value(families, "cronwrap_last_success_timestamp_seconds", job="settle")
+    assert math.isclose(got, NOW.timestamp() - 1.5)
+
+
+# -- write_textfile ----------------------------------------------------------------------------
+
+def test_textfile_is_written_0644_whatever_the_umask(tmp_path):
+    target = tmp_path / "cronwrap.prom"
+    old = os.umask(0o077)
+    try:
+        write_textfile(target, "a 1\n")
+    finally:
+        os.umask(old)
+    assert target.read_text() == "a 1\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert os.listdir(tmp_path) == ["cronwrap.prom"]
+
+
+def test_textfile_replaces_by_rename(tmp_path):
+    target = tmp_path / "cronwrap.prom"
+    target.write_text("old\n")
+    before = target.stat().st_ino
+    write_textfile(target, "new 1\n")
+    assert target.read_text() == "new 1\n" and target.stat().st_ino != before
+    assert sorted(os.listdir(tmp_path)) == ["cronwrap.prom"]
+
+
+def test_textfile_refuses_a_symlink(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    link = tmp_path / "cronwrap.prom"
+    link.symlink_to(victim)
+    with pytest.raises(PathError, match="is a symlink"):
+        write_textfile(link, "x 1\n")
+    assert victim.read_text() == "keep\n" and link.is_symlink()
+
+
+def test_textfile_in_a_missing_directory_is_a_path_error(tmp_path):
+    with pytest.raises(PathError, match="cannot create a file in"):
+        write_textfile(tmp_path / "nope" / "x.prom", "x 1\n")
+
+
+def test_textfile_refuses_a_directory(tmp_path):
+    with pytest.raises(PathError, match="not a regular file"):
+        write_textfile(tmp_path, "x 1\n")
+
+
+# -- history picture ---------------------------------------------------------------------------
+
+def history() -> list[Run]:
+    """Newest first, as Ledger.runs returns them."""
+    statuses = [("succeeded", 10.0), ("failed", 20.0), ("timeout", 40.0), ("skipped", None),
+                ("missed", None), ("succeeded", 5.0), ("killed", 1.0)]
+    runs = [run(status=s, duration=d, ago=(len(statuses) - i) * HOUR, run_id=i + 1)
+            for i, (s, d) in enumerate(statuses)]
+    return runs[::-1]
+
+
+def test_marks_run_oldest_to_newest_with_a_sparkline_under_them():
+    picture = history_picture(history(), 60, NOW)
+    marks, spark, legend = picture.lines
+    assert marks == "✓✗T·○✓K"
+    assert spark == "▃▅█  ▂▁"
+    assert len(marks) == len(spark)
+    assert legend.startswith("7 slots, oldest first  ✓ 2 ok  ✗ 1 failed  T 1 timeout  K 1 killed")
+    assert legend.endswith("█ = 40s")
+
+
+def test_width_keeps_the_newest_slots():
+    assert history_picture(history(), 3, NOW).lines[0] == "○✓K"
+
+
+def test_styles_cover_every_mark_and_bar():
+    picture = history_picture(history(), 60, NOW)
+    for line in (0, 1):
+        covered = sorted(i for l, a, b, _ in picture.spans if l == line for i in range(a, b))
+        assert covered == list(range(7))
+    styles = {(l, a): style for l, a, b, style in picture.spans}
+    assert styles[(0, 0)] == "green" and styles[(0, 1)] == "red" and styles[(0, 3)] == "dim"
+
+
+def test_a_running_row_without_a_live_lease_is_drawn_abandoned():
+    runs = [run(status="running", duration=None, lease=-HOUR)]
+    assert history_picture(runs, 10, NOW).lines[0] == "?"
+    assert history_picture(runs, 10).lines[0] == "▶"
+
+
+def test_no_runs():
+    picture = history_picture([], 60, NOW)
+    assert picture.lines == ["", "", "no runs in this window"]
+
+
+def test_sparkline_scales_from_zero():
+    assert sparkline([1.0, 2.0, 4.0, 8.0]) == "▂▃▅█"
+    assert sparkline([0.0, 0.0]) == "▁▁"
+    assert sparkline([None, 3.0]) == " █"
+    assert sparkline([]) == ""
+
+
+def test_the_picture_renders_with_rich_and_as_plain_text():
+    from rich.console import Console
+
+    picture = history_picture(history(), 60, NOW)
+    text = picture.to_rich()
+    assert text.plain == picture.plain()
+    console = Console(force_terminal=True, color_system="standard", width=120)
+    with console.capture() as captured:
+        console.print(text)
+    assert "\x1b[32m✓" in captured.get() and "\x1b[31m✗" in captured.get()
