@@ -154,6 +154,15 @@ class Invocation:
                           scheduled_at=base.iso(slot.scheduled_at))
         self.events.emit(event, **common, **fields)
 
+    def failpoint(self, phase: str) -> None:
+        """Fault injection for the test suite: ``CRONWRAP_FAILPOINT=PHASE`` makes the wrapper
+        stop itself (SIGSTOP) at that phase, so a test can SIGKILL it exactly there. Phases:
+        before_claim, after_claim, after_spawn, after_exit (job ended, end not recorded)."""
+        if self.environ.get("CRONWRAP_FAILPOINT") == phase:
+            import signal
+
+            os.kill(os.getpid(), signal.SIGSTOP)
+
     def say(self, message: str, always: bool = False) -> None:
         """Messages for a person at a terminal; from cron they would only make mail."""
         if self.interactive or always:
@@ -344,7 +353,9 @@ def claim_and_execute(inv: Invocation, ledger: base.Ledger | None, slot: Slot,
     try:
         if ledger is not None and lock is False:
             return skip(inv, ledger.record_skip(inv.request(slot), base.OVERLAP), slot)
+        inv.failpoint("before_claim")
         claim = claim_slot(inv, ledger, slot) if ledger is not None else None
+        inv.failpoint("after_claim")
     except LedgerError as exc:
         ledger = claim = unreachable(inv, exc)
     if lock is False:
@@ -458,7 +469,7 @@ def execute(inv: Invocation, ledger: base.Ledger, claim: Claim, lock: locks.Lock
             pass_fds=(lock.fd_for_job,) if lock and lock.fd_for_job is not None else (),
         ),
         on_output=capture,
-        on_spawn=(lambda job: lock.set_job(job.pid, job.start_time)) if lock else None,
+        on_spawn=lambda job: on_spawn(inv, lock, job),
     )
     heartbeat = Heartbeat(ledger, run, spec.lease, supervisor) if ledger is not None else None
     if heartbeat:
@@ -469,6 +480,7 @@ def execute(inv: Invocation, ledger: base.Ledger, claim: Claim, lock: locks.Lock
         if heartbeat:
             heartbeat.stop()
         capture.close()
+    inv.failpoint("after_exit")
     status = outcome.exit_status(spec.preserve_status)
     result = finish_of(outcome, capture, log_file, heartbeat is not None and heartbeat.lost)
     if ledger is not None:
@@ -484,6 +496,12 @@ def execute(inv: Invocation, ledger: base.Ledger, claim: Claim, lock: locks.Lock
         sys.stderr.write(f"cronwrap: {spec.name}: {outcome.spawn_error}\n")
     tidy_logs(inv)
     return Attempt(status, result, run, env)
+
+
+def on_spawn(inv: Invocation, lock: locks.Lock | None, job) -> None:
+    if lock is not None:
+        lock.set_job(job.pid, job.start_time)
+    inv.failpoint("after_spawn")
 
 
 def wrapper_usage() -> dict[str, int]:
