@@ -28,6 +28,24 @@ class Dirs(Record):
         return self.state / "ledger.db"
 
 
+def file_name(job: str) -> str:
+    """The job's name as one safe path component: itself when it is ``[A-Za-z0-9][A-Za-z0-9._-]*``
+    (the common case, readable in ``ls``), otherwise ``%`` + its percent-encoded UTF-8 — a form
+    no plain name can take, with no ``/``, and never ``.`` or ``..``."""
+    from cronwrap.spec import valid_name
+
+    if valid_name(job):
+        return job
+    from urllib.parse import quote
+
+    encoded = "%" + quote(job, safe="")
+    if len(encoded) > 200:  # file names stop at 255 bytes: keep a readable start and a hash
+        import hashlib
+
+        encoded = encoded[:160] + "~" + hashlib.sha256(job.encode()).hexdigest()[:20]
+    return encoded
+
+
 def resolve_dirs(environ: dict[str, str] | os._Environ, euid: int | None = None) -> Dirs:
     """``CRONWRAP_HOME`` when set; system paths for root; XDG paths for everyone else."""
     euid = os.geteuid() if euid is None else euid

@@ -108,8 +108,10 @@ def _read_jsonl(file: Path) -> list[dict]:
         return []
 
 
-def output_path(log_dir: Path, job: str, run_id: int, attempt: int) -> Path:
-    return log_dir / job / f"{run_id}.{attempt}.log"
+def output_path(log_dir: Path, job: str, run_id: int | str, attempt: int) -> Path:
+    from cronwrap.paths import file_name
+
+    return log_dir / file_name(job) / f"{run_id}.{attempt}.log"
 
 
 class OutputCapture:

@@ -18,7 +18,7 @@ from cronwrap import locks, outbox, procs
 from cronwrap.errors import LedgerError, UsageError
 from cronwrap.ledger import base
 from cronwrap.ledger.base import Claim, ClaimRequest, Finish, JobInfo, Run
-from cronwrap.paths import Dirs, check_parent, ensure_private_dir, resolve_dirs
+from cronwrap.paths import Dirs, check_parent, ensure_private_dir, file_name, resolve_dirs
 from cronwrap.record import Record
 from cronwrap.runlog import EventLog, OutputCapture, output_path, prune_event_logs, prune_outputs
 from cronwrap.spec import JobSpec
@@ -383,7 +383,7 @@ def take_lock(inv: Invocation) -> locks.Lock | None | bool:
         check_parent(spec.lock_file)
         path = spec.lock_file
     else:
-        path = ensure_private_dir(inv.dirs.locks) / f"{spec.name}.lock"
+        path = ensure_private_dir(inv.dirs.locks) / f"{file_name(spec.name)}.lock"
     lock = locks.open_lock(spec.lock, path)
     if spec.overlap == "wait":
         acquired = locks.acquire_waiting(lock, spec.wait_timeout)
@@ -575,7 +575,7 @@ def replay_output(log_file: Path) -> None:
 
 def tidy_logs(inv: Invocation) -> None:
     now = time.time()
-    prune_outputs(inv.log_dir / inv.spec.name, inv.spec.keep_logs, now)
+    prune_outputs(inv.log_dir / file_name(inv.spec.name), inv.spec.keep_logs, now)
     prune_event_logs(inv.log_dir, inv.spec.keep_logs, now)
 
 

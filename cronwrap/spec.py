@@ -37,9 +37,12 @@ def valid_env_key(text: str) -> bool:
 # -- value parsers: (text, label) -> value ---------------------------------------------------
 
 def job_name(text: str, label: str) -> str:
-    if not valid_name(text):
-        raise UsageError(f"{label}: {text!r} is not a job name "
-                         "(letters, digits, '.', '_', '-'; starts with a letter or digit; at most 128)")
+    """Any printable name of at most 128 characters: quotes and Unicode are plain data in the
+    ledger, and names that are not also safe file names get an escaped form on disk
+    (paths.file_name), so a name can never become a path outside cronwrap's directories."""
+    if not text or len(text) > 128 or not text.isprintable() or text != text.strip():
+        raise UsageError(f"{label}: {text!r} is not a job name (1-128 printable characters, no "
+                         "leading or trailing space; e.g. settle, backup.db, nightly-report)")
     return text
 
 

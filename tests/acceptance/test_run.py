@@ -398,7 +398,8 @@ def test_options_from_the_environment(cw):
     (["--timeout", "5x"], "--timeout: '5x' is not a duration"),
     (["--kill-after", "-1"], "--kill-after"),
     (["--signal", "NOPE"], "--signal: 'NOPE' is not a signal"),
-    (["-n", "../etc"], "is not a job name"),
+    (["-n", "x" * 129], "is not a job name"),
+    (["-n", "tab\tname"], "is not a job name"),
     (["--overlap", "sometimes"], "--overlap"),
     (["--lock", "mutex"], "--lock"),
     (["--output", "loud"], "--output"),
@@ -487,3 +488,15 @@ def test_status_running_run_shows_host_pid_lease_and_fence(cw, script, tmp_path)
     assert running["host"] == "box" and running["fence"] == 1 and running["lease_left_s"] > 60
     assert running["pid"] == proc.pid
     proc.wait(10)
+
+
+def test_a_name_full_of_quotes_slashes_and_unicode_stays_inside_cronwrap_home(cw, home, tmp_path):
+    name = "../o'brien \"x\"; DROP TABLE runs; --/ü"
+    proc = cw("run", "-n", name, "--", "sh", "-c", "echo $CRONWRAP_JOB")
+    assert proc.returncode == 0 and proc.stdout.decode().strip() == name
+    (run,) = history(cw, name)
+    assert run["job"] == name and run["status"] == "succeeded"
+    assert cw("logs", name, "--last").stdout.decode().strip() == name
+    for path in home.rglob("*"):
+        assert home in path.resolve().parents, path
+    assert not (tmp_path / "o'brien \"x\"; DROP TABLE runs; --").exists()
