@@ -10,7 +10,6 @@ the URL: it may hold a password), so it is only ever delivered to the ledger it 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -22,6 +21,8 @@ from cronwrap.paths import ensure_private_dir, open_private
 
 
 def ledger_id(url: str | None) -> str:
+    import hashlib  # only when there is something to spool or deliver: not on every firing
+
     return hashlib.sha256((url or "embedded").encode()).hexdigest()[:16]
 
 
@@ -47,6 +48,8 @@ def pending(state_dir: Path, url: str | None) -> list[Path]:
     try:
         names = os.listdir(box)
     except FileNotFoundError:
+        return []
+    if not names:
         return []
     prefix = ledger_id(url) + "-"
     return sorted(box / n for n in names if n.startswith(prefix) and n.endswith(".json"))
