@@ -161,7 +161,7 @@ def test_upsert_of_the_job_is_the_claims_lock_and_a_paused_holder_is_ended(pg_ds
     holder = PostgresLedger(pg_dsn + "?options=-c%20idle_in_transaction_session_timeout%3D1s")
     claimer = PostgresLedger(pg_dsn)
     holder.conn.execute(holder.q["upsert_job"], dict(
-        job="settle", schedule=None, tz=None, key_template=None, now=datetime.now(timezone.utc), last_slot=None))
+        job="settle", schedule=None, tz=None, key_template=None, now=datetime.now(timezone.utc), last_slot=None, settings=None))
     result = {}
     waiter = threading.Thread(target=lambda: result.update(claim=claimer.claim(claim_req("k1"))))
     started = time.monotonic()
