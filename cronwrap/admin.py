@@ -14,7 +14,7 @@ import typer
 # typer 0.29 vendors click (pinned in pyproject.toml: its exception classes moved between releases)
 from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
-from cronwrap.errors import EXIT_CRONWRAP, CronwrapError, UsageError
+from cronwrap.errors import EXIT_CRONWRAP, UsageError
 
 cli = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,

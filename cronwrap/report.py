@@ -131,7 +131,6 @@ def status_label(run: Run, now: datetime) -> str:
 
 
 def render_status(reports: list[JobReport], now: datetime) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(box=None, header_style="bold")
@@ -157,7 +156,6 @@ def render_status(reports: list[JobReport], now: datetime) -> None:
 
 
 def render_runs(runs: list[Run], now: datetime) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(box=None, header_style="bold")

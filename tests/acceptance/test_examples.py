@@ -39,7 +39,8 @@ from pathlib import Path
 import pytest
 
 from tests.acceptance.conftest import same_minute, wait_for
-from tests.conftest import CW, REPO, cronwrap_argv
+from tests.acceptance.hosts import Host as BaseHost, kill_runner
+from tests.conftest import REPO, cronwrap_argv
 
 EXAMPLES = REPO / "examples"
 RECON = EXAMPLES / "reconciliation"
@@ -72,33 +73,11 @@ def job_path_env() -> dict[str, str]:
     return {"PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
 
 
-class Host(CW):
-    """One "host": its own CRONWRAP_HOME (local locks, logs), its own name, the shared ledger."""
-
-    def __init__(self, root: Path, name: str, dsn: str) -> None:
-        super().__init__(root / name)
-        self.name, self.dsn = name, dsn
+class Host(BaseHost):
+    """A host whose jobs find this interpreter (and psycopg) first on PATH."""
 
     def env(self, extra=None):
-        env = super().env({**job_path_env(), **(extra or {})})
-        env.setdefault("CRONWRAP_HOST", self.name)
-        env.setdefault("CRONWRAP_DB", self.dsn)
-        return env
-
-    def events(self) -> list[dict]:
-        path = self.home / "logs" / "events.jsonl"
-        return [json.loads(l) for l in path.read_text().splitlines()] if path.exists() else []
-
-    def lock_holder(self, job: str) -> list[int]:
-        """WRAPPER_PID WRAPPER_START JOB_PID JOB_START"""
-        return [int(x) for x in (self.home / "locks" / f"{job}.lock").read_text().split()]
-
-
-def kill_runner(host: Host, job: str, sig: int) -> None:
-    """The whole runner dies at once: its wrapper and its job's process group."""
-    pid, _, job_pid, _ = host.lock_holder(job)
-    os.kill(pid, sig)
-    os.killpg(job_pid, sig)
+        return super().env({**job_path_env(), **(extra or {})})
 
 
 def local_today() -> date:

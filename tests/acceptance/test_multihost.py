@@ -6,40 +6,17 @@ its own local locks), as if on another machine; all share one real PostgreSQL da
 
 from __future__ import annotations
 
-import json
-import os
 import signal
-import subprocess
 import time
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from tests.acceptance.conftest import alive, same_minute, wait_for
-from tests.conftest import CW
+from tests.acceptance.conftest import same_minute, wait_for
+from tests.acceptance.hosts import Host, kill_runner
 from tests.tcpproxy import TcpProxy
 
 pytestmark = pytest.mark.postgres
-
-
-class Host(CW):
-    def __init__(self, root: Path, name: str, dsn: str) -> None:
-        super().__init__(root / name)
-        self.name, self.dsn = name, dsn
-
-    def env(self, extra=None):
-        env = super().env(extra)
-        env.setdefault("CRONWRAP_HOST", self.name)
-        env.setdefault("CRONWRAP_DB", self.dsn)
-        return env
-
-    def events(self) -> list[dict]:
-        path = self.home / "logs" / "events.jsonl"
-        return [json.loads(l) for l in path.read_text().splitlines()] if path.exists() else []
-
-    def lock_holder(self, job: str) -> list[int]:
-        return [int(x) for x in (self.home / "locks" / f"{job}.lock").read_text().split()]
 
 
 @pytest.fixture
@@ -51,13 +28,6 @@ def hosts(tmp_path, pg_dsn):
 
 def ledger_runs(host: Host, job: str) -> list[dict]:
     return host.json("history", job, "--json")
-
-
-def kill_runner(host: Host, job: str, sig: int) -> None:
-    """Signal a runner: its wrapper and its job's process group."""
-    pid, _, job_pid, _ = host.lock_holder(job)
-    os.kill(pid, sig)
-    os.killpg(job_pid, sig)
 
 
 def test_many_hosts_race_for_the_same_slots_each_runs_once(hosts, tmp_path):

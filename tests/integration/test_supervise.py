@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
