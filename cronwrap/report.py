@@ -48,6 +48,9 @@ def assess(summary: JobSummary, now: datetime, missed: int = 0, late: int = 0) -
     shown = last.shown_status(now)
     if shown in BAD_STATUSES:
         return CRITICAL, f"last run {shown}"
+    if last.skew_ms is not None and abs(last.skew_ms) > LATE_GRACE.total_seconds() * 1000:
+        return WARNING, (f"host {last.host} fired {abs(last.skew_ms) / 1000:.0f}s "
+                         f"{'after' if last.skew_ms > 0 else 'before'} the slot: check its clock")
     abandoned = [r for r in summary.running if r.shown_status(now) == base.ABANDONED]
     if abandoned:
         return WARNING, f"run {abandoned[-1].run_id} abandoned (its runner is gone)"

@@ -28,10 +28,11 @@ WAIT_POLL = 1.0
 
 
 class Slot(Record):
-    """A slot a firing acts for: its run key, its original time (in the job's zone), and why
-    it runs (schedule, catchup, manual)."""
+    """A slot a firing acts for: its run key, its original time (in the job's zone), why it
+    runs (schedule, catchup, manual), and the firing's distance from it (seconds, or None)."""
 
-    __slots__ = ("run_key", "scheduled_at", "trigger")
+    __slots__ = ("run_key", "scheduled_at", "trigger", "skew")
+    _defaults = dict(skew=None)
 
 
 class Attempt(Record):
@@ -93,7 +94,9 @@ def firing_slots(inv: Invocation, ledger: base.Ledger | None, timing: Timing) ->
         sys.stderr.write(f"cronwrap: {spec.name}: {warning}\n")  # loudly: cron mails it
     if plan.marks and ledger is not None:
         record_marks(inv, ledger, timing, plan.marks)
-    return [Slot(r.run_key, r.slot, r.trigger) for r in plan.runs]
+    own = plan.runs[-1] if plan.runs else None
+    return [Slot(r.run_key, r.slot, r.trigger, plan.skew_seconds if r is own else None)
+            for r in plan.runs]
 
 
 def record_marks(inv: Invocation, ledger: base.Ledger, timing: Timing, marks) -> None:
@@ -178,6 +181,7 @@ class Invocation:
             trigger=slot.trigger, host=spec.host, pid=self.pid, pid_start=self.pid_start,
             lease=spec.lease, overlap_skip=spec.overlap != "allow", force=spec.force or self.replaced,
             max_attempts=spec.max_attempts or 1 + spec.retries,
+            skew_ms=None if slot.skew is None else int(slot.skew * 1000),
             is_gone=lambda pid, start: not procs.is_alive(pid, start),
         )
 

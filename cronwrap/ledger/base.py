@@ -46,11 +46,11 @@ class Run(Record):
     __slots__ = ("run_id", "job", "run_key", "scheduled_at", "trigger", "status", "skip_reason",
                  "attempt", "host", "pid", "pid_start", "locked_until", "fence", "started_at",
                  "finished_at", "duration_ms", "exit_code", "signal", "timed_out", "error_tail",
-                 "log_path")
+                 "log_path", "skew_ms")
     _defaults = dict(skip_reason=None, attempt=0, host=None, pid=None, pid_start=None,
                      locked_until=None, fence=None, started_at=None, finished_at=None,
                      duration_ms=None, exit_code=None, signal=None, timed_out=False,
-                     error_tail=None, log_path=None)
+                     error_tail=None, log_path=None, skew_ms=None)
 
     def shown_status(self, now: datetime) -> str:
         if self.status == RUNNING and (self.locked_until is None or self.locked_until <= now):
@@ -87,12 +87,14 @@ class ClaimRequest(Record):
     trigger: schedule | catchup | manual; lease: seconds; overlap_skip: step 2 (a live run of
     the job anywhere means skip); force: run a slot that already succeeded; max_attempts: a
     failed slot is claimable again while attempts < this; is_gone(pid, start): is a process of
-    this host gone (step 0: this host's dead wrappers are abandoned at once).
+    this host gone (step 0: this host's dead wrappers are abandoned at once); skew_ms: how far
+    the firing was from its slot (kept on the run: status warns about a host far off).
     """
 
     __slots__ = ("job", "run_key", "scheduled_at", "trigger", "host", "pid", "pid_start",
-                 "lease", "overlap_skip", "force", "max_attempts", "is_gone")
-    _defaults = dict(overlap_skip=True, force=False, max_attempts=1, is_gone=_never_gone)
+                 "lease", "overlap_skip", "force", "max_attempts", "is_gone", "skew_ms")
+    _defaults = dict(overlap_skip=True, force=False, max_attempts=1, is_gone=_never_gone,
+                     skew_ms=None)
 
 
 class Claim(Record):

@@ -62,6 +62,7 @@ class SqlLedger(ABC):
                 cur, "claim_run", id=row.run_id, trigger=req.trigger, host=req.host,
                 scheduled_at=self._to_db(req.scheduled_at), pid=req.pid,
                 pid_start=req.pid_start, now=now, lease=self._lease(req.lease), fence=fence,
+                skew_ms=req.skew_ms,
             )
             return Claim(run=self._run(claimed), took_over=took_over)
 
@@ -219,7 +220,7 @@ class SqlLedger(ABC):
             host=row["host"], pid=row["pid"], pid_start=row["pid_start"], fence=row["fence"],
             duration_ms=row["duration_ms"], exit_code=row["exit_code"], signal=row["signal"],
             timed_out=bool(row["timed_out"]), error_tail=row["error_tail"],
-            log_path=row["log_path"], **times,
+            log_path=row["log_path"], skew_ms=row["skew_ms"], **times,
         )
 
     def _one(self, cur: Any, name: str, **params: Any) -> dict | None:

@@ -133,6 +133,13 @@ def test_hosts_seconds_apart_share_one_slot_and_a_far_off_host_is_warned(clocked
     assert len(read()) == 1  # mapped to the slot already done
     events = [json.loads(l) for l in (clocked.home / "logs" / "events.jsonl").read_text().splitlines()]
     assert any(e["event"] == "warning" and "tolerance" in e["message"] for e in events)
+    # a far-off host that does run is named in status
+    far = clocked.at("2026-10-29T01:42:30+08:00", "run", "-n", "s", "--host", "c", *DAILY, *job)
+    assert far.returncode == 0 and len(read()) == 2
+    (job_status,) = json.loads(clocked.at("2026-10-29T01:45:00+08:00", "status", "--json").stdout)
+    assert job_status["health"] == "warning" and job_status["last_run"]["skew_ms"] > 600_000
+    table = clocked.at("2026-10-29T01:45:00+08:00", "status").stdout.decode()
+    assert "host c fired" in table and "check its clock" in table
 
 
 def test_manual_run_by_date_once_then_force(clocked, seen):

@@ -55,6 +55,7 @@ CREATE TABLE IF NOT EXISTS cronwrap_runs (
   timed_out boolean NOT NULL DEFAULT false,
   error_tail text,
   log_path text,
+  skew_ms integer,
   created_at timestamptz NOT NULL,
   UNIQUE (job, run_key)
 );
@@ -114,7 +115,8 @@ UPDATE cronwrap_runs SET
   pid_start = %(pid_start)s, locked_by = %(host)s,
   locked_until = %(now)s + make_interval(secs => %(lease)s::float8), fence = %(fence)s,
   started_at = %(now)s, finished_at = NULL, duration_ms = NULL, exit_code = NULL,
-  signal = NULL, timed_out = false, error_tail = NULL, log_path = NULL
+  signal = NULL, timed_out = false, error_tail = NULL, log_path = NULL,
+  skew_ms = %(skew_ms)s
 WHERE id = %(id)s
 RETURNING *
 

@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS runs (
   timed_out INTEGER NOT NULL DEFAULT 0,
   error_tail TEXT,
   log_path TEXT,
+  skew_ms INTEGER,
   created_at REAL NOT NULL,
   UNIQUE (job, run_key)
 );
@@ -78,7 +79,7 @@ UPDATE runs SET
   skip_reason = NULL, attempts = attempts + 1, host = :host, pid = :pid,
   pid_start = :pid_start, locked_by = :host, locked_until = :now + :lease, fence = :fence,
   started_at = :now, finished_at = NULL, duration_ms = NULL, exit_code = NULL,
-  signal = NULL, timed_out = 0, error_tail = NULL, log_path = NULL
+  signal = NULL, timed_out = 0, error_tail = NULL, log_path = NULL, skew_ms = :skew_ms
 WHERE id = :id
 RETURNING *
 
