@@ -307,9 +307,9 @@ def test_runner_killed_midway_is_taken_over_after_its_lease_without_doubling(rec
     batches; app2 takes the slot over once the lease ran out (attempt 2, larger fence) and the
     differences end up exactly once. The dead runner's fence is refused from then on."""
     a, b = recon.hosts("app1", "app2")
-    same_minute(20)
+    same_minute(30)  # a 6 s lease: long enough that a loaded machine still sees it held
     day = recon.seed()
-    runner = a.popen(*recon.run_args("--lease", "2"), env={"SETTLE_DOWNSTREAM_DELAY": "0.5"})
+    runner = a.popen(*recon.run_args("--lease", "6"), env={"SETTLE_DOWNSTREAM_DELAY": "0.5"})
     wait_for(lambda: recon.batches_committed() >= 2, timeout=20, what="two committed batches")
     kill_runner(a, "settle", signal.SIGKILL)
     runner.wait(10)
@@ -320,12 +320,12 @@ def test_runner_killed_midway_is_taken_over_after_its_lease_without_doubling(rec
     assert {r[3] for r in partial} == {first["fence"]}
 
     # The lease is still held: app2 skips; once it has run out, app2 takes the slot over.
-    attempt = b(*recon.run_args("--lease", "2", "--skip-exit-code", "99"))
+    attempt = b(*recon.run_args("--lease", "6", "--skip-exit-code", "99"))
     assert attempt.returncode == 99
     while attempt.returncode == 99:
-        assert time.monotonic() - killed_at < 10, "never taken over"
+        assert time.monotonic() - killed_at < 20, "never taken over"
         time.sleep(0.1)
-        attempt = b(*recon.run_args("--lease", "2", "--skip-exit-code", "99"))
+        attempt = b(*recon.run_args("--lease", "6", "--skip-exit-code", "99"))
     assert attempt.returncode == 0, attempt.stdout
     (run,) = b.json("history", "settle", "--json")
     assert summary(day).decode() in run["error_tail"]
