@@ -480,7 +480,9 @@ CATCHUP: tuple[Block, ...] = (
     "same job with the same `--schedule`. Its firing matches no slot, so it runs the most recent "
     "slot (trigger `catchup`) when that slot has no run yet, and is a `duplicate` otherwise; "
     "with `--catchup latest` it also runs the newest older missed slot, with `all` the older "
-    "missed slots oldest first. Each boot writes the no-slot warning to standard error.",
+    "missed slots oldest first. Each boot writes the no-slot warning to standard error, and a "
+    "slot run this way leaves the job's health at `warning` (its firing was far from its slot) "
+    "until the next regular run.",
     "A slot whose runner died has a row (`abandoned`), so catch-up does not run it again: the "
     "next claim of that same slot takes it over (see LEDGER), for example a manual run with "
     "`--date`.",
@@ -534,7 +536,9 @@ MONITORING: tuple[Block, ...] = (
     "Health, as `status` shows it: `critical` when slots of the schedule passed without any "
     f"firing (more than {LATE_GRACE} ago: late), when slots were recorded `missed` in the "
     "`--since` window, or when the last run failed, timed out or was killed; `warning` when a "
-    "run is `abandoned`; `ok` otherwise.",
+    "run is `abandoned`, or when the last run's firing was more than "
+    f"{LATE_GRACE} away from its slot (the host's clock, zone or crontab line is off; an "
+    "`@reboot` catch-up counts too); `ok` otherwise.",
     "`status --check` is a Nagios/Icinga plugin: it prints one line, *CRONWRAP* *STATE* `-` "
     "*counts*`:` *reasons* `|` *perfdata*, and exits "
     f"{errors.CHECK_OK} OK, {errors.CHECK_WARNING} WARNING, {errors.CHECK_CRITICAL} CRITICAL "
@@ -542,7 +546,7 @@ MONITORING: tuple[Block, ...] = (
     "failed, timed out, was killed or missed, when it has missed or late slots, or when it has "
     "not succeeded within `--max-age`; WARNING when a run has been running longer than "
     "`--warn-duration`, or longer than the 95th percentile of its recent successful "
-    "durations (when it has 5 or more among its last 50), or when a run is abandoned. The "
+    "durations (when it has 5 or more among its last 50), or when `status` says `warning`. The "
     "perfdata has, per job, *NAME*`_duration`, *NAME*`_missed` and *NAME*`_since_success`. "
     "An invalid option or an unreadable ledger exits "
     f"{errors.EXIT_CRONWRAP}, as every command does, not {errors.CHECK_UNKNOWN}.",
@@ -739,7 +743,8 @@ LEDGER: tuple[Block, ...] = (
     "or by `cronwrap db init`. The password never appears in output, logs or errors (it is "
     "shown as `***`); PGPASSWORD or a ~/.pgpass file keep it out of crontab lines.",
     "A claim is one transaction: it locks the job's row, skips when another slot of the job "
-    "holds a live lease (unless `--overlap allow`), inserts the slot's row if it is new, and takes it "
+    "holds a live lease (unless `--overlap allow`), inserts the slot's row if it is new, and "
+    "takes it "
     "if it is new or claimable, with `locked_until` = now + `--lease` by the database's clock, "
     "attempt + 1 and the job's next fence value. The wrapper renews the lease every lease/3 "
     "while the job runs. Every later update of the row carries the claim's fence, so a "
@@ -888,7 +893,8 @@ def config_key(opt: spec.Option) -> str:
 
 TOML_DESCRIPTION: tuple[Block, ...] = (
     "`cronwrap run` reads its settings from the command line, from the environment "
-    "(`CRONWRAP_`*OPTION*, e.g. `CRONWRAP_TIMEOUT`) and from one TOML file. The file sets defaults for every job in its "
+    "(`CRONWRAP_`*OPTION*, e.g. `CRONWRAP_TIMEOUT`) and from one TOML file. The file sets "
+    "defaults for every job in its "
     "`[defaults]` table and for one job in its `[jobs.`*NAME*`]` table, so that crontab lines "
     "stay short. Only `cronwrap run` reads it; the administrative commands (`status`, "
     "`history`, ...) take their ledger from `--db` or `CRONWRAP_DB`.",

@@ -1,9 +1,10 @@
 """The documentation cannot drift from the code.
 
-The man page is generated from the option table and the typer app (cronwrap/manpage.py); these
-tests fail when the committed page or README's generated block is stale, when an option or
-command is missing from README, the man page or its ``--help``, when an option has no help, and
-when groff has anything to say about the page.
+The man pages are generated from the option table and the typer app (cronwrap/manpage.py);
+these tests fail when a committed page or README's generated block is stale, when an option,
+command, variable or lint code is missing from README, a man page or ``--help``, when an
+option has no help, when groff has anything to say about a page, when a configuration example
+does not load, and when README loses the section of one of the operators' questions.
 """
 
 from __future__ import annotations
@@ -19,12 +20,25 @@ from pathlib import Path
 
 import pytest
 
-from cronwrap import errors, manpage, spec
+from cronwrap import config, errors, manpage, spec
 
 REPO = Path(__file__).resolve().parents[2]
 MAN = REPO / "man" / "cronwrap.1"
+TOML_MAN = REPO / "man" / "cronwrap.toml.5"
 README = (REPO / "README.md").read_text(encoding="utf-8")
 REGENERATE = "regenerate with: python -m cronwrap.manpage > man/cronwrap.1"
+REGENERATE_TOML = "regenerate with: python -m cronwrap.manpage --toml > man/cronwrap.toml.5"
+
+# DESIGN.md §1: the operators' questions, in the order they ask them; README answers each
+# under a heading of its own, in this order.
+QUESTIONS = (
+    "Is it still running, did it run last night, how long did it take?",
+    "Why did it fail?",
+    "It ran twice / it didn't run at all / it ran at 10:00 instead of 02:00",
+    "Re-run the 28th by hand, safely",
+    "Tell my monitoring",
+    "Add it to my 40 existing crontab lines",
+)
 
 COMMANDS = manpage.admin_commands()
 COMMAND_NAMES = [name for name, _ in COMMANDS]
@@ -60,10 +74,21 @@ def man_source() -> str:
     return MAN.read_text(encoding="utf-8")
 
 
+@pytest.fixture(scope="module")
+def toml_source() -> str:
+    assert TOML_MAN.exists(), f"man/cronwrap.toml.5 is missing: {REGENERATE_TOML}"
+    return TOML_MAN.read_text(encoding="utf-8")
+
+
 # (a) the committed page is the generated one -----------------------------------------------
 
 def test_man_page_is_generated_from_the_code(man_source: str) -> None:
     assert man_source == manpage.render_man(), f"man/cronwrap.1 is stale: {REGENERATE}"
+
+
+def test_toml_man_page_is_generated_from_the_code(toml_source: str) -> None:
+    assert toml_source == manpage.render_toml_man(), (
+        f"man/cronwrap.toml.5 is stale: {REGENERATE_TOML}")
 
 
 def test_readme_reference_is_generated_from_the_code() -> None:
@@ -148,18 +173,21 @@ def test_command_and_its_parameters_have_help(name: str) -> None:
 
 # (d) groff renders it without a warning ---------------------------------------------------
 
-def test_groff_renders_without_warnings() -> None:
+@pytest.mark.parametrize("page", [MAN, TOML_MAN], ids=lambda p: p.name)
+def test_groff_renders_without_warnings(page: Path) -> None:
     if shutil.which("groff") is None:
         if os.environ.get("CI") == "true":
             pytest.fail("groff is missing, and CI=true never skips this test")
         pytest.skip("groff is not installed")
-    proc = subprocess.run(["groff", "-man", "-ww", "-Tutf8", str(MAN)], capture_output=True,
+    proc = subprocess.run(["groff", "-man", "-ww", "-Tutf8", str(page)], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     assert "--overlap" in proc.stdout.replace("\u2212", "-")  # options survive as text
 
 
-def test_roff_has_no_unescaped_specials(man_source: str) -> None:
+@pytest.mark.parametrize("page", [MAN, TOML_MAN], ids=lambda p: p.name)
+def test_roff_has_no_unescaped_specials(page: Path) -> None:
+    man_source = page.read_text(encoding="utf-8")
     for number, text in enumerate(man_source.splitlines(), 1):
         assert text.isascii(), f"line {number}: non-ASCII must be a \\[uXXXX] glyph"
         if not text.startswith("."):
@@ -182,3 +210,109 @@ def test_readme_setup_block_has_two_commands_and_ci_runs_the_second() -> None:
     wanted = shlex.split(commands[1])
     assert any(call[:len(wanted)] == wanted for call in calls), (
         f".ci/run does not call {commands[1]!r}")
+
+
+# (f) the configuration file's page --------------------------------------------------------
+
+@pytest.mark.parametrize("opt", spec.OPTIONS, ids=lambda o: o.name)
+def test_every_run_option_is_in_the_toml_page(opt: spec.Option, toml_source: str) -> None:
+    keys = toml_source.split(".SH KEYS", 1)[1].split(".SH", 1)[0]
+    assert manpage.bold(opt.name) in keys, f"{opt.name} is not a key entry of cronwrap.toml.5"
+    if opt.name in config.NOT_KEYS:
+        assert "Not a key" in keys.split(manpage.bold(opt.name), 1)[1].split(".TP", 1)[0]
+        return
+    if opt.attr != opt.name:
+        assert manpage.bold(opt.attr) in keys, f"{opt.attr} (the _ spelling) is not in the page"
+    assert manpage.bold(opt.env) in keys, f"{opt.env} is not in {opt.name}'s entry"
+
+
+def test_toml_page_states_the_files_and_rules_of_the_code(toml_source: str) -> None:
+    text = re.sub(r"\\f[BIRP]", "", toml_source).replace("\\-", "-")
+    for path in (manpage.USER_CONFIG, manpage.ETC_CONFIG, "$CRONWRAP_CONFIG", "/dev/null"):
+        assert path in text, f"{path} (config.py) is not in cronwrap.toml.5"
+    for table in ("[defaults]", "[jobs.NAME]"):
+        assert table in text
+    for rule in ("owned by", "belongs to", "writable by group or others"):
+        if rule in text:
+            break
+    else:
+        pytest.fail("cronwrap.toml.5 does not say who may own and write the file")
+
+
+def write_private(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def test_the_toml_page_example_loads(tmp_path: Path) -> None:
+    file = write_private(tmp_path / "config.toml", str(manpage.TOML_EXAMPLE))
+    loaded = config.load_config(file)
+    assert loaded.defaults and loaded.jobs, "the example should show both kinds of table"
+    for values in (loaded.defaults, *loaded.jobs.values()):
+        spec.build_spec(["true"], values, {}, lambda: "host")  # every value is valid for run
+
+
+def test_readme_config_examples_load(tmp_path: Path) -> None:
+    blocks = re.findall(r"^```toml\n(.*?)^```", README, re.M | re.S)
+    assert blocks, "README.md shows no configuration file"
+    for i, block in enumerate(blocks):
+        loaded = config.load_config(write_private(tmp_path / f"c{i}.toml", block))
+        for values in (loaded.defaults, *loaded.jobs.values()):
+            spec.build_spec(["true"], values, {}, lambda: "host")
+
+
+# (g) README answers the operators' questions, in their order ------------------------------
+
+def test_readme_has_a_section_per_question_in_order() -> None:
+    headings = [h.strip() for h in re.findall(r"^## (.+)$", README, re.M)]
+    missing = [q for q in QUESTIONS if q not in headings]
+    assert not missing, f"README.md has no section for: {missing}"
+    positions = [headings.index(q) for q in QUESTIONS]
+    assert positions == sorted(positions), "README.md's question sections are out of order"
+    assert headings.index("Quick start") < positions[0], "the quick start comes first"
+
+
+# (h) what the code reads, sets and reports is documented ---------------------------------
+
+def test_hook_variables_are_documented(man_source: str) -> None:
+    seen = manpage.hook_variables()
+    assert sorted(seen) == sorted(manpage.HOOK_VARIABLES), (
+        "manpage.HOOK_VARIABLES must describe exactly the variables a hook gets")
+    for name in seen:
+        assert f"`{name}`" in README, f"{name} (what a hook sees) is not in README.md"
+        assert manpage.bold(name) in man_source
+
+
+def test_every_cronwrap_variable_of_the_code_is_in_the_man_page(man_source: str) -> None:
+    package = REPO / "cronwrap"
+    found = set()
+    for source in package.rglob("*.py"):
+        if source.name != "manpage.py":
+            found |= set(re.findall(r'"(CRONWRAP_[A-Z_]+)"', source.read_text(encoding="utf-8")))
+    missing = sorted(n for n in found if manpage.bold(n) not in man_source)
+    assert not missing, f"variables the code uses but cronwrap.1 does not name: {missing}"
+    assert manpage.bold("CRONWRAP_CONFIG") in man_source.split(".SH ENVIRONMENT", 1)[1]
+
+
+def test_lint_codes_are_documented(man_source: str) -> None:
+    codes = manpage.lint_codes()
+    assert sorted(codes) == sorted(manpage.LINT_CODES), (
+        "manpage.LINT_CODES must describe exactly the codes crontab.py reports")
+    for code in codes:
+        assert re.search(rf"^\| {code} \|", README, re.M), f"lint code {code} is not in README"
+        assert manpage.bold(code) in man_source, f"lint code {code} is not in cronwrap.1"
+
+
+def test_check_exit_statuses_are_documented(man_source: str) -> None:
+    assert manpage.has_option("status", "--check")
+    exit_status = man_source.split('.SH "EXIT STATUS"', 1)[1].split(".SH", 1)[0]
+    for code, word in ((errors.CHECK_OK, "OK"), (errors.CHECK_WARNING, "WARNING"),
+                       (errors.CHECK_CRITICAL, "CRITICAL"), (errors.CHECK_UNKNOWN, "UNKNOWN")):
+        assert f"{code} ({word})" in exit_status
+        assert f"{code} {word}" in README
+
+
+def test_readme_states_the_config_files_of_the_code() -> None:
+    for path in (manpage.USER_CONFIG, manpage.ETC_CONFIG, "$CRONWRAP_CONFIG"):
+        assert path in README, f"{path} (config.py) is not in README.md"
