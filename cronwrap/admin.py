@@ -14,7 +14,7 @@ import typer
 # typer 0.29 vendors click (pinned in pyproject.toml: its exception classes moved between releases)
 from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
-from cronwrap.errors import EXIT_CRONWRAP, UsageError
+from cronwrap.errors import CHECK_UNKNOWN, EXIT_CRONWRAP, CronwrapError, UsageError
 
 cli = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -47,10 +47,26 @@ def _ledger(db: Optional[str]):
     from cronwrap.runner import open_ledger
     from cronwrap.spec import ledger_url
 
-    url = db or os.environ.get("CRONWRAP_DB")
+    url, label = db, "--db"
+    if not url and os.environ.get("CRONWRAP_DB"):
+        url, label = os.environ["CRONWRAP_DB"], "CRONWRAP_DB"
+    if not url:
+        url, label = _config_db()
     if url:
-        url = ledger_url(url, "--db" if db else "CRONWRAP_DB")
+        url = ledger_url(url, label)
     return open_ledger(url, resolve_dirs(os.environ))
+
+
+def _config_db() -> tuple[str | None, str]:
+    """The [defaults] db of the config file: the ledger the jobs on this host use."""
+    from cronwrap import config
+
+    path = config.find_config(os.environ)
+    if path is None:
+        return None, ""
+    loaded = config.load_config(path)
+    value = loaded.defaults.get("db")
+    return (str(value), loaded.where(None, "db")) if value else (None, "")
 
 
 def _now() -> datetime:
@@ -85,6 +101,18 @@ def status(
     db: Optional[str] = typer.Option(None, help=DB_HELP),
 ) -> int:
     """One row per job: last run, status, duration, last success, next due, running runs, health."""
+    try:
+        return _status(names, since, as_json, output_format, textfile, check, max_age,
+                       warn_duration, db)
+    except CronwrapError as exc:
+        if not check:
+            raise
+        print(f"CRONWRAP UNKNOWN - {exc}")  # a plugin that cannot tell says UNKNOWN (Nagios)
+        return CHECK_UNKNOWN
+
+
+def _status(names, since, as_json, output_format, textfile, check, max_age, warn_duration,
+            db) -> int:
     from cronwrap import report
     from cronwrap.durations import parse_duration
 

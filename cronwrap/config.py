@@ -177,10 +177,10 @@ def _parse_toml(text: str, path: Path) -> dict:
 
 
 def _load_job(config: Config, name: str, section: Any, where: _Locator) -> None:
-    if not spec.valid_name(name):
-        raise ConfigError(f"{where.line_of(('jobs', name))}: {table_label(name)}: {name!r} is not "
-                          "a job name (letters, digits, '.', '_', '-'; starts with a letter or "
-                          "digit; at most 128)")
+    try:
+        spec.job_name(name, "name")
+    except UsageError as exc:
+        raise ConfigError(f"{where.line_of(('jobs', name))}: {table_label(name)}: {exc}") from None
     if not isinstance(section, dict):
         raise ConfigError(f"{where.line_of(('jobs', name))}: jobs.{name} must be a table "
                           f"({table_label(name)} followed by key = value lines)")
@@ -326,7 +326,10 @@ def job_name_of(cli_given: Mapping[str, str | bool], environ: Mapping[str, str],
     basename), to pick the ``[jobs.NAME]`` section; None when there is no command yet."""
     name = cli_given.get("name") or environ.get(spec.BY_LONG["name"].env)
     if isinstance(name, str):
-        return name if spec.valid_name(name) else None
+        try:
+            return spec.job_name(name, "name")
+        except UsageError:
+            return None  # build_spec reports it
     return spec.default_name(command) if command else None
 
 

@@ -89,14 +89,21 @@ def firing_slots(inv: Invocation, ledger: base.Ledger | None, timing: Timing) ->
     plan = catchup.plan_firing(
         timing.schedule, now, key_template=spec.key, last_seen=last_seen, known_keys=known,
         policy=spec.catchup, window=spec.catchup_window, max_catchup=spec.max_catchup)
+    # A firing far from any slot is a wrong clock (loudly: cron mails stderr), unless it is
+    # hours off under a catch-up policy: then it is an @reboot-style catch-up firing.
+    deliberate = not plan.matched and abs(plan.skew_seconds) >= 3600 and spec.catchup != "none"
     for warning in plan.warnings:
         inv.event("warning", message=warning, skew_s=round(plan.skew_seconds, 3))
-        sys.stderr.write(f"cronwrap: {spec.name}: {warning}\n")  # loudly: cron mails it
+        if not deliberate:
+            sys.stderr.write(f"cronwrap: {spec.name}: {warning}\n")
+    for run in plan.runs:
+        if run.trigger == "catchup":
+            inv.event("catchup", run_key=run.run_key, scheduled_at=base.iso(run.slot))
     if plan.marks and ledger is not None:
         record_marks(inv, ledger, timing, plan.marks)
-    own = plan.runs[-1] if plan.runs else None
-    return [Slot(r.run_key, r.slot, r.trigger, plan.skew_seconds if r is own else None)
-            for r in plan.runs]
+    own = plan.runs[-1] if plan.runs and not deliberate else None
+    skew = None if plan.matched else plan.skew_seconds  # only a firing off its slot is news
+    return [Slot(r.run_key, r.slot, r.trigger, skew if r is own else None) for r in plan.runs]
 
 
 def record_marks(inv: Invocation, ledger: base.Ledger, timing: Timing, marks) -> None:
@@ -171,8 +178,13 @@ class Invocation:
         if self.interactive or always:
             sys.stderr.write(f"cronwrap: {message}\n")
 
-    def request(self, slot: Slot) -> ClaimRequest:
+    def request(self, slot: Slot, retry_of: int | None = None) -> ClaimRequest:
+        """retry_of: the attempt this invocation is retrying (so the ledger lets it retake
+        the slot it just failed; other firings need --max-attempts)."""
         spec = self.spec
+        max_attempts = spec.max_attempts or 1
+        if retry_of is not None:
+            max_attempts = max(max_attempts, retry_of + 1)
         # After --overlap replace ended the holder of this very slot, the slot is run again.
         return ClaimRequest(
             job=JobInfo(spec.name, spec.schedule, self.timing.zone_name, spec.key,
@@ -180,7 +192,7 @@ class Invocation:
             run_key=slot.run_key, scheduled_at=slot.scheduled_at,
             trigger=slot.trigger, host=spec.host, pid=self.pid, pid_start=self.pid_start,
             lease=spec.lease, overlap_skip=spec.overlap != "allow", force=spec.force or self.replaced,
-            max_attempts=spec.max_attempts or 1 + spec.retries,
+            max_attempts=max_attempts,
             skew_ms=None if slot.skew is None else int(slot.skew * 1000),
             is_gone=lambda pid, start: not procs.is_alive(pid, start),
         )
@@ -256,7 +268,7 @@ def run_slot(inv: Invocation, ledger: base.Ledger | None, slot: Slot,
         inv.event("retry", run=attempt.run, status=attempt.result.status,
                   exit_code=attempt.exit_status, delay_s=round(delay, 3))
         time.sleep(delay)
-        again = claim_and_execute(inv, ledger, slot, lock)
+        again = claim_and_execute(inv, ledger, slot, lock, retry_of=attempt.run.attempt)
         if isinstance(again, int):
             break  # the slot was taken in the meantime (another host retried it)
         attempt = again
@@ -352,13 +364,13 @@ def failure_streak(inv: Invocation, ledger: base.Ledger | None, limit: int) -> i
 
 
 def claim_and_execute(inv: Invocation, ledger: base.Ledger | None, slot: Slot,
-                      lock: locks.Lock | None | bool) -> Attempt | int:
+                      lock: locks.Lock | None | bool, retry_of: int | None = None) -> Attempt | int:
     """Claim and run the slot (an Attempt), or record why not (cronwrap's exit status)."""
     try:
         if ledger is not None and lock is False:
             return skip(inv, ledger.record_skip(inv.request(slot), base.OVERLAP), slot)
         inv.failpoint("before_claim")
-        claim = claim_slot(inv, ledger, slot) if ledger is not None else None
+        claim = claim_slot(inv, ledger, slot, retry_of) if ledger is not None else None
         inv.failpoint("after_claim")
     except LedgerError as exc:
         ledger = claim = unreachable(inv, exc)
@@ -405,11 +417,12 @@ def take_lock(inv: Invocation) -> locks.Lock | None | bool:
     return lock
 
 
-def claim_slot(inv: Invocation, ledger: base.Ledger, slot: Slot) -> Claim:
+def claim_slot(inv: Invocation, ledger: base.Ledger, slot: Slot,
+               retry_of: int | None = None) -> Claim:
     """Claim; under ``--overlap wait`` a run elsewhere is waited for, polling the ledger."""
     deadline = time.monotonic() + inv.spec.wait_timeout
     while True:
-        claim = ledger.claim(inv.request(slot))
+        claim = ledger.claim(inv.request(slot, retry_of))
         waiting = inv.spec.overlap == "wait" and claim.skip_reason == base.OVERLAP
         if not waiting or (inv.spec.wait_timeout and time.monotonic() >= deadline):
             return claim

@@ -172,8 +172,9 @@ OVERLAPS = ("skip", "wait", "replace", "allow")
 LOCKS = ("flock", "pid", "none")
 
 OPTIONS: tuple[Option, ...] = (
-    Option("name", "Job name (default: the command's basename without extension). "
-           "Letters, digits, '.', '_', '-'.", "Identity", job_name, "NAME", short="n"),
+    Option("name", "Job name (default: the command's basename without extension): up to 128 "
+           "printable characters; names that are not plain file names are escaped on disk.",
+           "Identity", job_name, "NAME", short="n"),
     Option("host", "Host identity written to the ledger (default: the hostname).",
            "Identity", host_name, "NAME"),
     Option("overlap", "What to do while another run of this job is running: skip it, wait "
@@ -250,9 +251,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("retry-on", "Exit statuses that are transient, comma-separated; 'timeout' is a "
            "member (default 75 = EX_TEMPFAIL).", "Retries", retry_codes, "CODES",
            frozenset({75})),
-    Option("max-attempts", "Attempts per slot across invocations (default: 1 + --retries); a "
-           "later firing of the same slot retries it while attempts remain.", "Retries", count,
-           "N"),
+    Option("max-attempts", "Attempts per slot across invocations (default 1: a later firing "
+           "of a failed slot runs nothing); with N, a later firing of the same slot (another "
+           "host, a second crontab entry) runs it again while attempts remain.", "Retries",
+           count, "N"),
     Option("on-failure", "Shell command run (by /bin/sh -c) when a slot's run did not succeed, "
            "with the run's environment plus CRONWRAP_STATUS, CRONWRAP_EXIT_CODE, "
            "CRONWRAP_DURATION_MS and CRONWRAP_OUTPUT_TAIL.", "Hooks", command_text, "CMD"),
@@ -260,8 +262,9 @@ OPTIONS: tuple[Option, ...] = (
            "Hooks", command_text, "CMD"),
     Option("hook-timeout", "A hook is killed after this long; its failure never changes the "
            "job's exit status.", "Hooks", positive_duration, "DURATION", 60.0),
-    Option("alert-after", "Run --on-failure only once N slots in a row failed, and once more "
-           "(CRONWRAP_ALERT=recovered) when the job succeeds again.", "Hooks", count, "N", 1),
+    Option("alert-after", "Run --on-failure only from the N-th failed slot in a row on "
+           "(CRONWRAP_ALERT=failing), and once more (CRONWRAP_ALERT=recovered) when the job "
+           "succeeds again.", "Hooks", count, "N", 1),
     Option("ping", "healthchecks.io-style URL: pinged at start (URL/start) and at the end "
            "(URL/EXIT_CODE, with the output tail); never blocks or changes the job.", "Hooks",
            ping_url, "URL"),

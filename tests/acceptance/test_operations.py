@@ -262,3 +262,22 @@ def test_config_errors_name_file_line_and_key(cw, tmp_path, text, words):
     assert proc.returncode == 125 and not marker.exists()
     line = proc.stderr.decode().strip()
     assert len(line.splitlines()) == 1 and words in line and str(config) in line, line
+
+
+def test_check_says_unknown_when_it_cannot_tell(cw):
+    bad = cw("status", "--check", "--max-age", "soon")
+    assert bad.returncode == 3 and bad.stdout.startswith(b"CRONWRAP UNKNOWN - --max-age")
+    down = cw("status", "--check", "--db", "postgresql://u:hunter2@127.0.0.1:1/x")
+    assert down.returncode == 3 and b"UNKNOWN" in down.stdout and b"hunter2" not in down.stdout
+
+
+def test_admin_commands_use_the_config_files_ledger(cw, tmp_path):
+    other = tmp_path / "other.db"
+    config = tmp_path / "config.toml"
+    config.write_text(f'[defaults]\ndb = "sqlite:///{other}"\n')
+    config.chmod(0o600)
+    env = {"CRONWRAP_CONFIG": str(config)}
+    assert cw("run", "-n", "c", "--", "true", env=env).returncode == 0
+    assert other.exists()
+    assert [j["job"] for j in cw.json("status", "--json", env=env)] == ["c"]
+    assert cw.json("status", "--json") == []  # without the config: the embedded ledger

@@ -201,8 +201,15 @@ def test_command_and_name_are_not_config_keys(tmp_path):
 
 
 def test_job_names_must_be_valid(tmp_path):
-    message = error_of(tmp_path, '[defaults]\n[jobs."../etc/passwd"]\ntimeout = 1\n')
-    assert message.startswith("2: [jobs.\"../etc/passwd\"]: '../etc/passwd' is not a job name")
+    message = error_of(tmp_path, '[defaults]\n[jobs." padded"]\ntimeout = 1\n')
+    assert message.startswith("2: [jobs.\" padded\"]: name: ' padded' is not a job name"), message
+
+
+def test_any_printable_job_name_has_a_section(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text('[jobs."../o\'brien ü"]\ntimeout = 1\n')
+    path.chmod(0o600)
+    assert load_config(path).jobs == {"../o'brien ü": {"timeout": "1"}}
 
 
 def test_only_defaults_and_jobs_tables(tmp_path):
@@ -342,7 +349,8 @@ def test_job_name_of_follows_build_spec():
     assert job_name_of({}, {"CRONWRAP_NAME": "env"}, ["/bin/x.sh"]) == "env"
     assert job_name_of({}, {}, ["/usr/local/bin/settle.sh"]) == "settle"
     assert job_name_of({}, {}, []) is None
-    assert job_name_of({"name": "../bad"}, {}, ["x"]) is None
+    assert job_name_of({"name": " bad"}, {}, ["x"]) is None
+    assert job_name_of({"name": "../odd but fine"}, {}, ["x"]) == "../odd but fine"
 
 
 def test_config_is_a_record_with_empty_defaults():
