@@ -290,7 +290,8 @@ def wrap(
     else:
         result = crontab.wrap(text, cronwrap=_cronwrap_path(cronwrap_path), extra_args=extra,
                               system=is_system)
-    sys.stdout.write(crontab.diff(text, result, filename=name) if show_diff else result)
+    shown = name.lstrip("/")  # diff headers read a/etc/crontab, not a//etc/crontab
+    sys.stdout.write(crontab.diff(text, result, filename=shown) if show_diff else result)
     return 0
 
 

@@ -452,7 +452,7 @@ def skip(inv: Invocation, claim: Claim, slot: Slot) -> int:
 def job_environment(inv: Invocation, run: Run) -> dict[str, str]:
     env = dict(inv.environ)
     env.update(inv.spec.env_extra)
-    zone = inv.timing.schedule.zone if inv.timing.schedule else None
+    zone = inv.timing.schedule.zone if inv.timing.schedule else cron_zone(inv.environ)
     scheduled = run.scheduled_at.astimezone(zone) if run.scheduled_at else None
     env.update(
         CRONWRAP_JOB=run.job, CRONWRAP_RUN_ID=str(run.run_id), CRONWRAP_RUN_KEY=run.run_key,
@@ -462,6 +462,20 @@ def job_environment(inv: Invocation, run: Run) -> dict[str, str]:
         CRONWRAP_FENCE=str(run.fence), CRONWRAP_HOST=inv.spec.host,
     )
     return env
+
+
+def cron_zone(environ: dict[str, str]):
+    """Without --schedule the job's zone is still CRON_TZ when the crontab sets it (else the
+    local zone, which honours TZ)."""
+    name = environ.get("CRON_TZ")
+    if not name:
+        return None
+    try:
+        from zoneinfo import ZoneInfo
+
+        return ZoneInfo(name)
+    except (KeyError, ValueError, OSError):  # ZoneInfoNotFoundError is a KeyError
+        return None
 
 
 def execute(inv: Invocation, ledger: base.Ledger, claim: Claim, lock: locks.Lock | None) -> Attempt:

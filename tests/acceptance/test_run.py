@@ -499,3 +499,10 @@ def test_a_name_full_of_quotes_slashes_and_unicode_stays_inside_cronwrap_home(cw
     for path in home.rglob("*"):
         assert home in path.resolve().parents, path
     assert not (tmp_path / "o'brien \"x\"; DROP TABLE runs; --").exists()
+
+
+def test_without_a_schedule_the_job_time_is_in_cron_tz(cw, tmp_path):
+    out = tmp_path / "t"
+    env = {"CRON_TZ": "Asia/Shanghai", "TZ": "UTC"}
+    assert cw("run", "-n", "tz", "--", "sh", "-c", f"echo $CRONWRAP_SCHEDULED_AT > {out}", env=env).returncode == 0
+    assert out.read_text().strip().endswith("+08:00")
