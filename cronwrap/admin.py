@@ -42,6 +42,12 @@ def app(args: list[str]) -> int:
     return result if isinstance(result, int) else 0
 
 
+def _name(name: str) -> str:
+    from cronwrap.spec import job_name
+
+    return job_name(name, "NAME")
+
+
 def _ledger(db: Optional[str]):
     from cronwrap.paths import resolve_dirs
     from cronwrap.runner import open_ledger
@@ -120,6 +126,7 @@ def _status(names, since, as_json, output_format, textfile, check, max_age, warn
         raise UsageError(f"--format: {output_format!r} is not one of table, json, prometheus")
     limits = [parse_duration(v, o) if v else None for v, o in ((max_age, "--max-age"),
                                                                (warn_duration, "--warn-duration"))]
+    names = [_name(n) for n in names or []]
     now = _now()
     ledger = _ledger(db)
     try:
@@ -155,13 +162,14 @@ def _show_status(reports, now, output_format, textfile, check, limits, p95) -> i
 @cli.command()
 def history(
     name: str = typer.Argument(..., help="Job name."),
-    limit: int = typer.Option(20, min=1, help="At most this many runs."),
+    limit: int = typer.Option(20, min=1, max=100000, help="At most this many runs."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array of runs, newest first."),
     db: Optional[str] = typer.Option(None, help=DB_HELP),
 ) -> int:
     """The runs of one job, newest first."""
     from cronwrap import report
 
+    name = _name(name)
     now = _now()
     ledger = _ledger(db)
     try:
@@ -178,7 +186,7 @@ def history(
 @cli.command()
 def logs(
     name: str = typer.Argument(..., help="Job name."),
-    run_id: Optional[int] = typer.Argument(None, help="Run id (default: the last run)."),
+    run_id: Optional[int] = typer.Argument(None, min=1, max=2**62, help="Run id (default: the last run)."),
     last: bool = typer.Option(False, "--last", help="The last run (the default)."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing while the run is running."),
     db: Optional[str] = typer.Option(None, help=DB_HELP),
@@ -186,6 +194,7 @@ def logs(
     """Print the captured output of a run."""
     from cronwrap import logview
 
+    name = _name(name)
     ledger = _ledger(db)
     try:
         return logview.show(ledger, name, run_id, follow)
@@ -199,6 +208,7 @@ def unlock(
     db: Optional[str] = typer.Option(None, help=DB_HELP),
 ) -> int:
     """Expire the leases of a job's running runs, for an operator who knows the holder is dead."""
+    name = _name(name)
     ledger = _ledger(db)
     try:
         released = ledger.unlock(name)

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from cronwrap import procs
+from cronwrap.errors import LockError
 from cronwrap.paths import open_private
 from cronwrap.record import Record
 
@@ -43,11 +44,16 @@ def _read_holder(fd: int) -> Holder | None:
     return Holder(*values) if len(values) == 4 else None
 
 
-def _write_holder(fd: int, job_pid: int = 0, job_start: int = 0) -> None:
+def _write_holder(fd: int, job_pid: int = 0, job_start: int = 0) -> bool:
+    """Name the holder in the lock file; False when the disk refused (full, read-only)."""
     pid, start = procs.self_identity()
     data = f"{pid} {start} {job_pid} {job_start}\n".encode()
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, data, 0)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, data, 0)
+    except OSError:
+        return False
+    return True
 
 
 class FlockLock:
@@ -59,13 +65,16 @@ class FlockLock:
         self.path = path
         self.fd = open_private(path)
         self.stale: Holder | None = None
+        self.unnamed = False
 
     def try_acquire(self) -> bool:
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
-        _write_holder(self.fd)
+        # The kernel lock is what excludes; a holder record the disk refused only costs
+        # --overlap replace its target.
+        self.unnamed = not _write_holder(self.fd)
         return True
 
     def holder(self) -> Holder | None:
@@ -102,7 +111,9 @@ class PidLock:
             if current is not None and current.alive():
                 return False
             self.stale = current
-            _write_holder(self.fd)
+            if not _write_holder(self.fd):  # for a PID lock the record is the lock
+                raise LockError(f"cannot write the lock file {self.path}: the disk is full or "
+                                "read-only; free space or use --lock flock")
             self.held = True
             return True
         finally:

@@ -109,9 +109,11 @@ def check_parent(path: Path) -> None:
 
 
 def open_private(path: Path, flags: int = os.O_RDWR | os.O_CREAT) -> int:
-    """Open (creating 0600) without following symlinks; refuse a file owned by another user."""
+    """Open (creating 0600) without following symlinks; refuse a file owned by another user.
+    O_TRUNC is applied only after those checks, so a refused file is never truncated."""
+    truncate = bool(flags & os.O_TRUNC)
     try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+        fd = os.open(path, (flags & ~os.O_TRUNC) | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
     except OSError as exc:
         if exc.errno == 40:  # ELOOP: the last component is a symlink
             raise PathError(f"{path} is a symlink; cronwrap refuses to follow it") from exc
@@ -127,4 +129,6 @@ def open_private(path: Path, flags: int = os.O_RDWR | os.O_CREAT) -> int:
     if problem:
         os.close(fd)
         raise PathError(problem)
+    if truncate:
+        os.ftruncate(fd, 0)
     return fd

@@ -14,6 +14,8 @@ def start_time(pid: int) -> int | None:
         return None
     # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
     fields = stat[stat.rfind(b")") + 2 :].split()
+    if fields[0] in (b"Z", b"X"):
+        return None  # a zombie has ended: it holds nothing, whoever fails to reap it
     return int(fields[19])
 
 

@@ -42,7 +42,9 @@ def parse_retry_on(text: str, label: str = "--retry-on") -> frozenset[int | str]
 
 
 def _code(text: str) -> int | None:
-    return int(text) if text.isdigit() and 1 <= int(text) <= 255 else None
+    if not (0 < len(text) <= 3 and text.isascii() and text.isdigit()):
+        return None  # '²'.isdigit() is True, but int('²') fails
+    return int(text) if 1 <= int(text) <= 255 else None
 
 
 def should_retry(status: str, exit_code: int | None, retry_on: frozenset[int | str],

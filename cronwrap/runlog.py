@@ -49,7 +49,9 @@ class EventLog:
 
     def emit(self, event: str, **fields: Any) -> dict:
         record = {"ts": iso_now(), "event": event, **fields}
-        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+        # backslashreplace: a name or path from argv may hold undecodable bytes (surrogates)
+        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode(
+            "utf-8", "backslashreplace")
         try:
             if self.fd is None:
                 ensure_private_dir(self.dir)

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from cronwrap import locks, outbox, procs
-from cronwrap.errors import LedgerError, UsageError
+from cronwrap.errors import CronwrapError, LedgerError, UsageError
 from cronwrap.ledger import base
 from cronwrap.ledger.base import Claim, ClaimRequest, Finish, JobInfo, Run
 from cronwrap.paths import Dirs, check_parent, ensure_private_dir, file_name, resolve_dirs
@@ -89,6 +89,11 @@ def firing_slots(inv: Invocation, ledger: base.Ledger | None, timing: Timing) ->
     plan = catchup.plan_firing(
         timing.schedule, now, key_template=spec.key, last_seen=last_seen, known_keys=known,
         policy=spec.catchup, window=spec.catchup_window, max_catchup=spec.max_catchup)
+    if last_seen is not None and plan.runs and plan.runs[-1].slot < last_seen:
+        plan.warnings.append(
+            f"this firing's slot {plan.runs[-1].slot.isoformat()} is older than the newest slot "
+            f"already seen ({last_seen.astimezone(timing.schedule.zone).isoformat()}): this "
+            "host's clock is behind, or was stepped back; check it")
     # A firing far from any slot is a wrong clock (loudly: cron mails stderr), unless it is
     # hours off under a catch-up policy: then it is an @reboot-style catch-up firing.
     deliberate = not plan.matched and abs(plan.skew_seconds) >= 3600 and spec.catchup != "none"
@@ -422,7 +427,12 @@ def claim_slot(inv: Invocation, ledger: base.Ledger, slot: Slot,
     """Claim; under ``--overlap wait`` a run elsewhere is waited for, polling the ledger."""
     deadline = time.monotonic() + inv.spec.wait_timeout
     while True:
-        claim = ledger.claim(inv.request(slot, retry_of))
+        try:
+            claim = ledger.claim(inv.request(slot, retry_of))
+        except LedgerError:
+            # Once more on a fresh connection: the server may have restarted since it was
+            # opened. An uncommitted claim left nothing behind, so a retry is safe.
+            claim = ledger.claim(inv.request(slot, retry_of))
         waiting = inv.spec.overlap == "wait" and claim.skip_reason == base.OVERLAP
         if not waiting or (inv.spec.wait_timeout and time.monotonic() >= deadline):
             return claim
@@ -485,7 +495,12 @@ def execute(inv: Invocation, ledger: base.Ledger, claim: Claim, lock: locks.Lock
     assert run is not None and run.fence is not None
     log_id = run.run_id if ledger is not None else f"unrecorded-{int(inv.now)}"
     log_file = output_path(inv.log_dir, spec.name, log_id, run.attempt)
-    capture = OutputCapture(log_file, passthrough=spec.output == "passthrough")
+    try:
+        ensure_private_dir(inv.log_dir)  # the log directory itself: not a symlink, not another's
+        capture = OutputCapture(log_file, passthrough=spec.output == "passthrough")
+    except CronwrapError as exc:
+        capture = OutputCapture(None, passthrough=spec.output == "passthrough")
+        capture.error = f"cannot capture output: {exc}"
     if capture.error:
         inv.events._report(capture.error)
     inv.event("start", run=run, fence=run.fence, took_over=claim.took_over,
@@ -512,6 +527,8 @@ def execute(inv: Invocation, ledger: base.Ledger, claim: Claim, lock: locks.Lock
             heartbeat.stop()
         capture.close()
     inv.failpoint("after_exit")
+    if capture.error:  # e.g. the disk filled up while the job ran: the capture is cut short
+        inv.events._report(capture.error)
     status = outcome.exit_status(spec.preserve_status)
     result = finish_of(outcome, capture, log_file, heartbeat is not None and heartbeat.lost)
     if ledger is not None:
@@ -562,8 +579,9 @@ def finish_of(outcome, capture: OutputCapture, log_file: Path, lease_lost: bool)
     else:
         status, reason = base.SUCCEEDED, None
     tail = capture.error_tail()
-    if outcome.spawn_error:
-        tail = (tail or "") + f"cronwrap: {outcome.spawn_error}\n"
+    if outcome.spawn_error:  # it names the command, which may hold undecodable bytes
+        error = outcome.spawn_error.encode("utf-8", "backslashreplace").decode()
+        tail = (tail or "") + f"cronwrap: {error}\n"
     return Finish(
         status=status, duration_ms=int(outcome.duration * 1000), exit_code=outcome.exit_code,
         signal=outcome.signal, timed_out=outcome.timed_out, error_tail=tail,
@@ -610,38 +628,50 @@ def tidy_logs(inv: Invocation) -> None:
     prune_event_logs(inv.log_dir, inv.spec.keep_logs, now)
 
 
-class Heartbeat(threading.Thread):
+class Heartbeat:
     """Renews the lease every lease/3; ends the job when the lease is lost.
 
-    Lost means: a renewal matched no row (another runner took the slot over), or renewals
-    failed for so long that the lease must have expired by this wrapper's monotonic clock.
+    Lost means: a renewal matched no row (another runner took the slot over), or no renewal
+    succeeded for a whole lease by this wrapper's monotonic clock (the ledger unreachable,
+    this wrapper SIGSTOPped). The second check runs in a watchdog thread of its own, so a
+    renewal stuck on a server that stopped answering cannot delay it. A renewal counts from
+    when it was sent: the database computed the new lease no earlier than that.
     """
 
     def __init__(self, ledger: base.Ledger, run: Run, lease: float, supervisor) -> None:
-        super().__init__(daemon=True, name="cronwrap-heartbeat")
         self.ledger, self.run_row, self.lease, self.supervisor = ledger, run, lease, supervisor
         self.stopped = threading.Event()
         self.lost = False
+        self.last_ok = time.monotonic()
+        self.threads = [threading.Thread(target=self._renew, daemon=True, name="cronwrap-lease"),
+                        threading.Thread(target=self._watch, daemon=True, name="cronwrap-watch")]
 
-    def run(self) -> None:
-        last_ok = time.monotonic()
+    def start(self) -> None:
+        for thread in self.threads:
+            thread.start()
+
+    def _renew(self) -> None:
         while not self.stopped.wait(self.lease / 3):
-            if time.monotonic() - last_ok >= self.lease:
-                alive = False  # e.g. this wrapper was stopped (SIGSTOP) past its lease
-            else:
-                try:
-                    alive = self.ledger.heartbeat(self.run_row.run_id, self.run_row.fence,
-                                                  self.lease)
-                    if alive:
-                        last_ok = time.monotonic()
-                except LedgerError:
-                    alive = time.monotonic() - last_ok < self.lease
-            if not alive:
-                self.lost = True
-                self.supervisor.request_stop(base.LEASE_LOST)
-                return
+            sent = time.monotonic()
+            try:
+                if not self.ledger.heartbeat(self.run_row.run_id, self.run_row.fence, self.lease):
+                    return self._lose()  # the row is another runner's now
+                self.last_ok = max(self.last_ok, sent)
+            except LedgerError:
+                pass  # the watchdog decides when the lease must have expired
+
+    def _watch(self) -> None:
+        while not self.stopped.wait(min(self.lease / 10, 1.0)):
+            if time.monotonic() - self.last_ok >= self.lease:
+                return self._lose()
+
+    def _lose(self) -> None:
+        if not self.lost and not self.stopped.is_set():
+            self.lost = True
+            self.supervisor.request_stop(base.LEASE_LOST)
 
     def stop(self) -> None:
         self.stopped.set()
-        if self.is_alive():
-            self.join()
+        for thread in self.threads:
+            if thread.is_alive():
+                thread.join(timeout=1.0)  # a renewal stuck on the network is a daemon thread

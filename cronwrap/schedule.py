@@ -511,7 +511,11 @@ def validate_key_template(template: str) -> str:
             " per hour)"
         )
     sample = datetime(2026, 12, 31, 23, 59, tzinfo=UTC)
-    formatted = sample.strftime(template)
+    try:
+        formatted = sample.strftime(template)
+    except (UnicodeError, ValueError):
+        raise UsageError(f"--key: {template!r} is not a usable strftime template (UTF-8 text "
+                         "with % directives, e.g. %Y-%m-%d)") from None
     if len(formatted) > MAX_KEY_LENGTH:
         raise UsageError(f"--key: {template!r} gives keys longer than {MAX_KEY_LENGTH} characters")
     if formatted == (sample - timedelta(days=365)).strftime(template):
@@ -555,17 +559,26 @@ def parse_timestamp(text: str, zone: ZoneInfo, option: str = "--at") -> datetime
             f"{option}: {text!r} is not a timestamp (examples: 2026-10-28T01:30,"
             " '2026-10-28 01:30', 2026-10-28T01:30+08:00)"
         ) from None
+    _check_year(value.year, option, text)
     if value.tzinfo is None:
         return _local_to_instant(value, zone)
     return value.astimezone(zone)
 
 
+def _check_year(year: int, option: str, text: str) -> None:
+    # Slots are searched days around a date: the ends of the calendar (year 1, 9999) overflow.
+    if not 1900 <= year <= 2999:
+        raise UsageError(f"{option}: {text!r}: the year must be between 1900 and 2999")
+
+
 def parse_date(text: str, option: str = "--date") -> date:
     """A ``YYYY-MM-DD`` date, or a UsageError naming ``option``."""
     try:
-        return date.fromisoformat(text.strip())
+        day = date.fromisoformat(text.strip())
     except ValueError:
         raise UsageError(f"{option}: {text!r} is not a date (example: 2026-10-28)") from None
+    _check_year(day.year, option, text)
+    return day
 
 
 # --- explain ---------------------------------------------------------------------------

@@ -30,6 +30,20 @@ def valid_name(text: str) -> bool:
     return 0 < len(text) <= 128 and text[0] in _ALNUM and _NAME_CHARS.issuperset(text)
 
 
+def small_number(text: str, digits: int = 7) -> bool:
+    """ASCII digits only: str.isdigit() also accepts '²' and '①', which int() refuses."""
+    return 0 < len(text) <= digits and text.isascii() and text.isdigit()
+
+
+def _utf8(text: str) -> bool:
+    """False for text holding undecodable bytes from argv (surrogate escapes)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def valid_env_key(text: str) -> bool:
     return bool(text) and not text[0].isdigit() and _ENV_CHARS.issuperset(text)
 
@@ -40,7 +54,8 @@ def job_name(text: str, label: str) -> str:
     """Any printable name of at most 128 characters: quotes and Unicode are plain data in the
     ledger, and names that are not also safe file names get an escaped form on disk
     (paths.file_name), so a name can never become a path outside cronwrap's directories."""
-    if not text or len(text) > 128 or not text.isprintable() or text != text.strip():
+    if not text or len(text) > 128 or not text.isprintable() or text != text.strip() \
+            or not _utf8(text):
         raise UsageError(f"{label}: {text!r} is not a job name (1-128 printable characters, no "
                          "leading or trailing space; e.g. settle, backup.db, nightly-report)")
     return text
@@ -65,7 +80,7 @@ def positive_duration(text: str, label: str) -> float:
 
 def signal_number(text: str, label: str) -> int:
     value = text.strip().upper()
-    if value.isdigit() and 0 < int(value) < _signal.NSIG:
+    if small_number(value, 3) and 0 < int(value) < _signal.NSIG:
         return int(value)
     name = value if value.startswith("SIG") else "SIG" + value
     number = getattr(_signal.Signals, name, None) if name.isalnum() else None
@@ -75,7 +90,7 @@ def signal_number(text: str, label: str) -> int:
 
 
 def exit_code(text: str, label: str) -> int:
-    if not text.isdigit() or int(text) > 255:
+    if not small_number(text, 3) or int(text) > 255:
         raise UsageError(f"{label}: {text!r} is not an exit status (0-255)")
     return int(text)
 
@@ -92,10 +107,15 @@ def choice(*choices: str) -> Callable[[str, str], str]:
 def path(text: str, label: str) -> Path:
     if not text or "\0" in text:
         raise UsageError(f"{label}: {text!r} is not a path")
-    return Path(text).expanduser()
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:  # ~user for a user that does not exist
+        raise UsageError(f"{label}: {text!r}: no such user for '~'; give an absolute path") from None
 
 
 def ledger_url(text: str, label: str) -> str:
+    if not _utf8(text):
+        raise UsageError(f"{label}: the URL is not valid UTF-8 text")
     if text.startswith("sqlite:///") and len(text) > len("sqlite:///"):
         return text
     if text.startswith(("postgresql://", "postgres://")) or (" " not in text and "=" in text and
@@ -109,11 +129,15 @@ def text_value(text: str, label: str) -> str:
     """Checked later, where its meaning is known (a schedule needs its zone)."""
     if not text.strip() or "\0" in text or "\n" in text:
         raise UsageError(f"{label}: {text!r} is empty or holds a NUL or newline")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{label}: {text!r} is not valid UTF-8 text") from None
     return text
 
 
 def count(text: str, label: str) -> int:
-    if not text.isdigit() or int(text) > 1_000_000:
+    if not small_number(text) or int(text) > 1_000_000:
         raise UsageError(f"{label}: {text!r} is not a count (0, 1, 2, …)")
     return int(text)
 
@@ -300,8 +324,10 @@ def build_spec(command: list[str], given: Mapping[str, str | bool], environ: Map
         values[opt.attr] = raw if raw is True else opt.parse(str(raw), label)
     if not command:
         raise UsageError("run: no command given (usage: cronwrap run [OPTIONS] -- COMMAND [ARG…])")
-    values.setdefault("name", default_name(command))
-    values.setdefault("host", default_host())
+    if "name" not in values:
+        values["name"] = default_name(command)
+    if "host" not in values:
+        values["host"] = default_host()
     if values.get("env_file"):
         values["env_extra"] = read_env_file(values["env_file"])
     return JobSpec(command=list(command), **values)
@@ -318,12 +344,18 @@ def default_name(command: list[str]) -> str:
 def read_env_file(file: Path) -> dict[str, str]:
     """KEY=VALUE lines; blank lines, ``#`` comments and a leading ``export`` are allowed."""
     try:
+        import stat
+
+        info = file.stat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > 1 << 20:
+            raise UsageError(f"--env-file {file}: not a regular file of at most 1 MiB")
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise UsageError(f"--env-file {file}: {reason}") from None
     env: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), 1):
+    # '\n' only: str.splitlines() also splits at \x0b, \x0c, U+2028… inside a value
+    for number, line in enumerate(text.replace("\r\n", "\n").split("\n"), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue

@@ -31,6 +31,11 @@ STATEMENT_TIMEOUT_MS = 15_000  # a hung server or a held lock cannot hang a cron
 # server, releasing the job's row lock before the hosts waiting for it reach their statement
 # timeout; cronwrap's own transactions never pause between statements.
 IDLE_IN_TRANSACTION_MS = 10_000
+# A server that stops answering without closing the connection (a partition, a hung proxy)
+# would block a statement forever: statement_timeout runs on the server, keepalives only see
+# a dead peer. Past this, the connection's socket is shut down from a timer thread, so the
+# call fails and the heartbeat's lease check (or the outbox) takes over.
+TRANSACTION_TIMEOUT_S = 20.0
 CONNECT_HINT = "check --db / CRONWRAP_DB, or use --on-db-error run-unrecorded"
 # Session settings put before the operator's own ``options`` (the later -c wins), so a URL can
 # still change them. TimeZone=UTC: timestamptz values come back in UTC.
@@ -44,6 +49,35 @@ _URL_SCHEMES = ("postgresql://", "postgres://")
 _KV_PASSWORD = re.compile(r"(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*(?:'|$)|\S*)",
                           re.IGNORECASE)
 _QUERY_PASSWORD = re.compile(r"([?&](?:ssl)?password=)[^&]*", re.IGNORECASE)
+
+
+class _Watchdog:
+    """Shuts a connection's socket down if a transaction outlives ``seconds``."""
+
+    def __init__(self, conn: psycopg.Connection, seconds: float) -> None:
+        import threading
+
+        self.conn = conn
+        self.timer = threading.Timer(seconds, self._abort)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _abort(self) -> None:
+        import socket
+
+        try:
+            sock = socket.socket(fileno=os.dup(self.conn.fileno()))
+        except (OSError, psycopg.Error):
+            return
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        finally:
+            sock.close()
+
+    def cancel(self) -> None:
+        self.timer.cancel()
 
 
 def redact_dsn(dsn: str) -> str:
@@ -190,10 +224,12 @@ class PostgresLedger(SqlLedger):
     @contextmanager
     def _transaction(self, write: bool) -> Iterator[Any]:
         self._tx_now = None
+        watchdog = None
         try:
             if self.conn is None or self.conn.closed:
                 self._connect()  # the previous connection broke: a heartbeat reconnects
             conn = self.conn
+            watchdog = _Watchdog(conn, TRANSACTION_TIMEOUT_S)
             try:
                 yield conn.cursor()
             except BaseException:
@@ -205,6 +241,9 @@ class PostgresLedger(SqlLedger):
             if self.conn is not None and self.conn.broken:
                 self.conn.close()
             raise self._error("query failed", exc) from exc
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
 
     def _exec(self, cur: psycopg.Cursor, name: str, **params: Any) -> None:
         cur.execute(self.q[name], params or None)

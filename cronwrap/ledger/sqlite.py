@@ -14,6 +14,7 @@ from cronwrap.errors import LedgerError
 from cronwrap.ledger import sql
 from cronwrap.ledger.sqlcore import SqlLedger
 from cronwrap.record import TYPE_CHECKING
+from cronwrap.errors import PathError
 from cronwrap.paths import open_private
 
 if TYPE_CHECKING:
@@ -21,6 +22,14 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 10.0
+
+
+def ledger_message(path: object, exc: Exception) -> str:
+    text = str(exc)
+    if "not a database" in text or "malformed" in text:
+        return (f"ledger {path}: {text}: the file is damaged; move it aside (mv {path} "
+                f"{path}.broken) and cronwrap starts a new ledger")
+    return f"ledger {path}: {text}"
 
 
 class SqliteLedger(SqlLedger):
@@ -34,7 +43,12 @@ class SqliteLedger(SqlLedger):
         self.clock = clock or time.time
         self.busy_timeout = busy_timeout
         if path is not None:
-            os.close(open_private(path))  # 0600, no symlink; WAL files inherit the mode
+            try:
+                os.close(open_private(path))  # 0600, no symlink; WAL files inherit the mode
+            except PathError as exc:
+                if not isinstance(exc.__cause__, OSError):
+                    raise  # unsafe (symlink, another user's file): refused, never run around
+                raise LedgerError(f"ledger {path}: {exc}") from exc  # read-only, full, …
         try:
             self.conn = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None,
                                         check_same_thread=False)
@@ -42,8 +56,7 @@ class SqliteLedger(SqlLedger):
             self.conn.execute("PRAGMA synchronous = NORMAL")
             self._migrate()
         except sqlite3.DatabaseError as exc:
-            raise LedgerError(f"ledger {path}: {exc}; move the file aside to start a new ledger"
-                              if "not a database" in str(exc) else f"ledger {path}: {exc}") from exc
+            raise LedgerError(ledger_message(path, exc)) from exc
 
     def _migrate(self) -> None:
         if self.conn.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
@@ -71,7 +84,7 @@ class SqliteLedger(SqlLedger):
                 raise
             self.conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise LedgerError(f"ledger {self.path}: {exc}") from exc
+            raise LedgerError(ledger_message(self.path, exc)) from exc
 
     def _exec(self, cur: sqlite3.Cursor, name: str, **params: Any) -> None:
         cur.execute(self.q[name], params)
