@@ -134,7 +134,7 @@ class SqlLedger(ABC):
             ids = [r["last_run_id"] for r in rows if r["last_run_id"] is not None]
             last = {r["id"]: self._run(r) for r in self._all(cur, "runs_by_ids", ids=self._ids(ids))}
             running: dict[str, list[Run]] = {}
-            for r in self._all(cur, "all_running"):
+            for r in sorted(self._all(cur, "all_running"), key=lambda r: r["id"]):
                 running.setdefault(r["job"], []).append(self._run(r))
             counts: dict[str, dict[str, int]] = {}
             for r in self._all(cur, "all_counts", since=self._to_db(since)):

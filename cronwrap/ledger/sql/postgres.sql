@@ -164,8 +164,12 @@ SELECT * FROM cronwrap_runs WHERE id = ANY(%(ids)s)
 SELECT * FROM cronwrap_runs WHERE status = 'running' ORDER BY id
 
 -- name: all_counts
-SELECT job, status, count(*) AS n FROM cronwrap_runs WHERE created_at >= %(since)s
-GROUP BY job, status
+-- Per job through cronwrap_runs_job_created: the window of each job, not a scan of all runs.
+SELECT j.name AS job, c.status, c.n
+FROM cronwrap_jobs j CROSS JOIN LATERAL (
+  SELECT r.status, count(*) AS n FROM cronwrap_runs r
+  WHERE r.job = j.name AND r.created_at >= %(since)s GROUP BY r.status
+) AS c
 
 -- name: prune
 -- Old finished rows beyond each job's newest %(keep)s, never a running row, never a slot

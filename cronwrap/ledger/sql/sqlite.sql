@@ -43,6 +43,7 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_job_id ON runs (job, id);
 CREATE INDEX IF NOT EXISTS runs_job_status_id ON runs (job, status, id);
 CREATE INDEX IF NOT EXISTS runs_job_created ON runs (job, created_at, status);
+CREATE INDEX IF NOT EXISTS runs_running ON runs (job, id) WHERE status = 'running';
 
 -- name: upsert_job
 -- last_slot: the newest scheduled slot seen (catch-up planning and "late" count slots after it).
@@ -123,10 +124,15 @@ FROM jobs j ORDER BY j.name
 SELECT * FROM runs WHERE id IN (SELECT value FROM json_each(:ids))
 
 -- name: all_running
-SELECT * FROM runs WHERE status = 'running' ORDER BY id
+-- No ORDER BY: with one, SQLite scans the table in id order instead of using runs_running.
+SELECT * FROM runs WHERE status = 'running'
 
 -- name: all_counts
-SELECT job, status, count(*) AS n FROM runs WHERE created_at >= :since GROUP BY job, status
+-- Per job through runs_job_created (a range of the window for each job); a plain GROUP BY
+-- over runs walked the whole table: 1.4 s for a million rows instead of ~30 ms.
+SELECT j.name AS job, r.status, count(*) AS n
+FROM jobs j CROSS JOIN runs r ON r.job = j.name AND r.created_at >= :since
+GROUP BY j.name, r.status
 
 -- name: prune
 -- Old finished rows beyond each job's newest :keep, never a running row, never a slot inside

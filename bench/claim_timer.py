@@ -1,0 +1,60 @@
+"""Time ``PostgresLedger.claim()`` as one host's cron firings would call it (bench/run.py race).
+
+    python claim_timer.py URL HOST JOBS START_AT OUT
+
+Run with bench/.venv's python, one process per "host", all started with the same START_AT
+(epoch seconds). From START_AT each process does, for job-0 … job-(JOBS-1) in the same order
+as the other hosts (so the hosts contend for the same job rows at the same moment), what
+``cronwrap run -n job-N -- true`` does with the ledger: open a fresh ``PostgresLedger``
+(connect + schema check), ``claim()`` the minute's slot, ``finish()`` it when claimed, close.
+Only the ledger calls are timed; Python start-up and the job are left out. One JSON line per
+claim goes to OUT: {"job", "connect_ms", "claim_ms", "claimed", "skip_reason"}.
+
+cronwrap itself records no claim timing, and this helper changes nothing in it: it calls the
+installed package's own classes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from datetime import datetime, timezone
+
+from cronwrap import procs
+from cronwrap.ledger.base import ClaimRequest, Finish, JobInfo
+from cronwrap.ledger.postgres import PostgresLedger
+
+
+def main() -> int:
+    url, host, jobs, start_at, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+    pid, pid_start = procs.self_identity()
+    slot = datetime.fromtimestamp(start_at - start_at % 60, timezone.utc)
+    run_key = slot.strftime("%Y-%m-%dT%H:%M:%SZ")  # as runner.minute_slot
+    results = []
+    delay = start_at - time.time()
+    if delay > 0:
+        time.sleep(delay)
+    for n in range(jobs):
+        t0 = time.perf_counter()
+        ledger = PostgresLedger(url)
+        t1 = time.perf_counter()
+        claim = ledger.claim(ClaimRequest(
+            job=JobInfo(f"job-{n}"), run_key=run_key, scheduled_at=slot, trigger="schedule",
+            host=host, pid=pid, pid_start=pid_start, lease=120.0, overlap_skip=True, force=False,
+            is_gone=lambda p, s: not procs.is_alive(p, s)))
+        t2 = time.perf_counter()
+        if claim.run is not None:
+            ledger.finish(claim.run.run_id, claim.run.fence, Finish(
+                status="succeeded", duration_ms=1, exit_code=0, signal=None, timed_out=False,
+                error_tail=None, log_path=None))
+        ledger.close()
+        results.append({"job": n, "connect_ms": (t1 - t0) * 1000, "claim_ms": (t2 - t1) * 1000,
+                        "claimed": claim.run is not None, "skip_reason": claim.skip_reason})
+    with open(out, "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
