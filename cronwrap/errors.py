@@ -35,7 +35,11 @@ class ConfigError(UsageError):
 
 
 class LedgerError(CronwrapError):
-    """The ledger could not be opened, read or written."""
+    """The ledger could not be opened, read or written. ``connection_lost``: the connection
+    broke (the server restarted, the network): the next call reconnects, so one retry of an
+    uncommitted operation is worth it; a busy or damaged ledger is not retried."""
+
+    connection_lost = False
 
 
 class LockError(CronwrapError):

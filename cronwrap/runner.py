@@ -429,14 +429,26 @@ def claim_slot(inv: Invocation, ledger: base.Ledger, slot: Slot,
     while True:
         try:
             claim = ledger.claim(inv.request(slot, retry_of))
-        except LedgerError:
+        except LedgerError as exc:
+            if not exc.connection_lost:
+                raise
             # Once more on a fresh connection: the server may have restarted since it was
-            # opened. An uncommitted claim left nothing behind, so a retry is safe.
-            claim = ledger.claim(inv.request(slot, retry_of))
+            # opened. If the first claim did commit (only its answer was lost), the row in
+            # the way is this very wrapper's: it is ours.
+            claim = ours(inv, ledger.claim(inv.request(slot, retry_of)))
         waiting = inv.spec.overlap == "wait" and claim.skip_reason == base.OVERLAP
         if not waiting or (inv.spec.wait_timeout and time.monotonic() >= deadline):
             return claim
         time.sleep(WAIT_POLL)
+
+
+def ours(inv: Invocation, claim: Claim) -> Claim:
+    held = claim.blocking
+    if (claim.skip_reason == base.DUPLICATE and held is not None and held.status == base.RUNNING
+            and held.host == inv.spec.host and held.pid == inv.pid
+            and held.pid_start == inv.pid_start):
+        return Claim(run=held)
+    return claim
 
 
 def skip(inv: Invocation, claim: Claim, slot: Slot) -> int:

@@ -238,9 +238,11 @@ class PostgresLedger(SqlLedger):
                 raise
             conn.commit()
         except psycopg.Error as exc:
+            error = self._error("query failed", exc)
             if self.conn is not None and self.conn.broken:
                 self.conn.close()
-            raise self._error("query failed", exc) from exc
+                error.connection_lost = True
+            raise error from exc
         finally:
             if watchdog is not None:
                 watchdog.cancel()
