@@ -57,13 +57,19 @@ class TcpProxy:
             server.settimeout(None)
             with self.lock:
                 self.conns += [client, server]
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+            for a, b, to_server in ((client, server, True), (server, client, False)):
+                threading.Thread(target=self._pump, args=(a, b, to_server), daemon=True).start()
 
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
+    def relay(self, data: bytes, to_server: bool) -> bool:
+        """Called before ``data`` is forwarded; False drops the connection instead. Test
+        proxies override it to freeze or to cut at a chosen moment."""
+        return True
+
+    def _pump(self, src: socket.socket, dst: socket.socket, to_server: bool) -> None:
         try:
             while data := src.recv(65536):
+                if not self.relay(data, to_server):
+                    break
                 dst.sendall(data)
         except OSError:
             pass

@@ -221,19 +221,10 @@ class FreezableProxy(TcpProxy):
         self.frozen = threading.Event()
         super().__init__(host, port)
 
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:  # type: ignore[override]
-        try:
-            while data := src.recv(65536):
-                while self.frozen.is_set():
-                    time.sleep(0.02)
-                dst.sendall(data)
-        except OSError:
-            pass
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+    def relay(self, data: bytes, to_server: bool) -> bool:
+        while self.frozen.is_set():
+            time.sleep(0.02)
+        return True
 
 
 @pytest.fixture
@@ -315,24 +306,14 @@ class CommitCutter(TcpProxy):
         self.cut_reply = threading.Event()
         super().__init__(host, port)
 
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:  # type: ignore[override]
-        to_server = dst.getpeername()[1] == self.upstream[1]
-        try:
-            while data := src.recv(65536):
-                if to_server and self.armed.is_set() and b"COMMIT\0" in data:
-                    self.armed.clear()
-                    self.cut_reply.set()
-                elif not to_server and self.cut_reply.is_set():
-                    self.cut_reply.clear()
-                    break
-                dst.sendall(data)
-        except OSError:
-            pass
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+    def relay(self, data: bytes, to_server: bool) -> bool:
+        if to_server and self.armed.is_set() and b"COMMIT\0" in data:
+            self.armed.clear()
+            self.cut_reply.set()
+        elif not to_server and self.cut_reply.is_set():
+            self.cut_reply.clear()
+            return False  # the answer to COMMIT never arrives
+        return True
 
 
 @pytest.mark.postgres
