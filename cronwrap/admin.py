@@ -7,6 +7,7 @@ import os
 import sys
 import time
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import List, Optional
 
 import typer
@@ -63,16 +64,36 @@ def _ledger(db: Optional[str]):
     return open_ledger(url, resolve_dirs(os.environ))
 
 
-def _config_db() -> tuple[str | None, str]:
-    """The [defaults] db of the config file: the ledger the jobs on this host use."""
+def _config():
+    """The config file this host's jobs read, loaded (None when there is none)."""
     from cronwrap import config
 
     path = config.find_config(os.environ)
-    if path is None:
-        return None, ""
-    loaded = config.load_config(path)
-    value = loaded.defaults.get("db")
+    return None if path is None else config.load_config(path)
+
+
+def _config_db() -> tuple[str | None, str]:
+    """The [defaults] db of the config file: the ledger the jobs on this host use."""
+    loaded = _config()
+    value = loaded.defaults.get("db") if loaded else None
     return (str(value), loaded.where(None, "db")) if value else (None, "")
+
+
+def _log_dirs(name: str) -> list[Path]:
+    """The log directories the operator configured here, where ``logs`` may read captured
+    output: CRONWRAP_LOG_DIR, log-dir of the config file's [jobs.NAME] and [defaults], and
+    the default. Never a path the ledger names: a shared ledger's writer chooses those."""
+    from cronwrap import spec
+    from cronwrap.paths import resolve_dirs
+
+    option = spec.BY_LONG["log-dir"]
+    found = [spec.path(os.environ[option.env], option.env)] if os.environ.get(option.env) else []
+    loaded = _config()
+    sections = [(name, loaded.jobs.get(name, {})), (None, loaded.defaults)] if loaded else []
+    for section, values in sections:
+        if values.get("log-dir"):
+            found.append(spec.path(values["log-dir"], loaded.where(section, "log-dir")))
+    return list(dict.fromkeys([*found, resolve_dirs(os.environ).logs]))
 
 
 def _now() -> datetime:
@@ -188,16 +209,19 @@ def logs(
     name: str = typer.Argument(..., help="Job name."),
     run_id: Optional[int] = typer.Argument(None, min=1, max=2**62, help="Run id (default: the last run)."),
     last: bool = typer.Option(False, "--last", help="The last run (the default)."),
-    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing while the run is running."),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing while the run is running; stop when it ends or is abandoned (its lease expired)."),
+    raw: bool = typer.Option(False, "--raw", help="Copy the output byte for byte to a terminal too (there, control characters are otherwise shown escaped, e.g. \\x1b; piped output is always exact)."),
     db: Optional[str] = typer.Option(None, help=DB_HELP),
 ) -> int:
-    """Print the captured output of a run."""
+    """Print the captured output of a run, read only from this host's log directories (CRONWRAP_LOG_DIR, log-dir in the config file, the default): never from a path the ledger names, never through a symlink."""
     from cronwrap import logview
 
     name = _name(name)
+    log_dirs = _log_dirs(name)
     ledger = _ledger(db)
     try:
-        return logview.show(ledger, name, run_id, follow)
+        return logview.show(ledger, name, run_id, follow, log_dirs,
+                            escape=not raw and sys.stdout.isatty())
     finally:
         ledger.close()
 
@@ -208,6 +232,8 @@ def unlock(
     db: Optional[str] = typer.Option(None, help=DB_HELP),
 ) -> int:
     """Expire the leases of a job's running runs, for an operator who knows the holder is dead."""
+    from cronwrap.textsafe import safe_text
+
     name = _name(name)
     ledger = _ledger(db)
     try:
@@ -215,7 +241,8 @@ def unlock(
     finally:
         ledger.close()
     for r in released:
-        print(f"released run {r.run_id} ({r.run_key}) held by {r.host} pid {r.pid}, fence {r.fence}")
+        print(safe_text(f"released run {r.run_id} ({r.run_key}) held by {r.host} pid {r.pid}, "
+                        f"fence {r.fence}"))
     if not released:
         print(f"{name}: no running run holds a lease")
     return 0

@@ -1,28 +1,55 @@
-"""``cronwrap logs``: copy a run's captured output to stdout, optionally following it."""
+"""``cronwrap logs``: copy a run's captured output to stdout, optionally following it.
+
+The output of run ID, attempt N of job J is read from ``runlog.output_path(DIR, J, ID, N)``
+in one of the log directories this host's operator configured (``trusted_dirs``), never from
+the ``log_path`` a ledger row names: anyone who can write a shared ledger could point that at
+any file, and ``logs`` is often run by root. Below the trusted directory no symlink is
+followed, and only a regular file is read (a FIFO planted there must not hang ``logs``).
+
+On a terminal, control characters are shown escaped (textsafe), unless ``--raw``; piped or
+redirected output is copied byte for byte.
+"""
 
 from __future__ import annotations
 
+import codecs
+import errno
 import os
+import stat
 import sys
 import time
+from pathlib import Path
 
-from cronwrap.errors import UsageError
+from cronwrap.errors import PathError, UsageError
 from cronwrap.ledger import base
+from cronwrap.textsafe import safe_text
 
 FOLLOW_POLL = 0.5
+CHUNK = 1 << 20
 
 
-def show(ledger: base.Ledger, job: str, run_id: int | None, follow: bool) -> int:
+def show(ledger: base.Ledger, job: str, run_id: int | None, follow: bool,
+         log_dirs: list[Path], escape: bool) -> int:
+    """Print the run's output; with ``follow``, until the run ends or its lease expires."""
     run = _find(ledger, job, run_id)
     if not run.log_path and run.status != base.RUNNING:
-        raise UsageError(f"{job}: run {run.run_id} has no captured output ({run.status})")
-    path = run.log_path or _guess_path(run)
-    offset = _copy(path, 0)
-    while follow and _still_running(ledger, run):
+        raise UsageError(f"{job}: run {run.run_id} has no captured output "
+                         f"({safe_text(run.status)})")
+    source, out = OutputFile(log_dirs, run), Terminal() if escape else Raw()
+    source.copy_to(out)
+    state = run.shown_status(ledger.now())
+    while follow and state == base.RUNNING:
         time.sleep(FOLLOW_POLL)
-        offset = _copy(path, offset)
+        source.copy_to(out)
+        state = _state(ledger, run)
     if follow:
-        _copy(path, offset)
+        source.copy_to(out)
+    out.close()
+    if not source.close():
+        raise UsageError(source.not_found())
+    if state == base.ABANDONED:
+        sys.stderr.write(f"cronwrap: {job}: run {run.run_id} was abandoned (its runner is gone "
+                         "and its lease expired): above is the output it captured until then\n")
     return 0
 
 
@@ -38,26 +65,125 @@ def _find(ledger: base.Ledger, job: str, run_id: int | None) -> base.Run:
     return run
 
 
-def _guess_path(run: base.Run) -> str:
-    from cronwrap.paths import resolve_dirs
-    from cronwrap.runlog import output_path
-
-    return str(output_path(resolve_dirs(os.environ).logs, run.job, run.run_id, run.attempt))
-
-
-def _still_running(ledger: base.Ledger, run: base.Run) -> bool:
+def _state(ledger: base.Ledger, run: base.Run) -> str | None:
+    """The run's status as shown now (``abandoned`` once its lease expired), or None when
+    another claim has taken its row over."""
     current = ledger.get_run(run.job, run.run_id)
-    return current is not None and current.status == base.RUNNING and current.fence == run.fence
+    if current is None or current.fence != run.fence:
+        return None
+    return current.shown_status(ledger.now())
 
 
-def _copy(path: str, offset: int) -> int:
+class OutputFile:
+    """The captured output of one run attempt, found in the first trusted directory that
+    holds it, then read on from where the last copy stopped."""
+
+    def __init__(self, log_dirs: list[Path], run: base.Run) -> None:
+        from cronwrap.runlog import output_path
+
+        self.dirs = log_dirs
+        self.relative = output_path(Path(), run.job, run.run_id, run.attempt)
+        self.label = f"{run.job}: run {run.run_id} attempt {run.attempt}"
+        self.fd: int | None = None
+        self.offset = 0
+
+    def copy_to(self, out: Raw) -> None:
+        if self.fd is None:
+            self.fd = next((fd for d in self.dirs if (fd := open_below(d, self.relative))
+                            is not None), None)
+        if self.fd is None:
+            return
+        while chunk := os.pread(self.fd, CHUNK, self.offset):
+            out.write(chunk)
+            self.offset += len(chunk)
+        out.flush()
+
+    def close(self) -> bool:
+        """Close the file; False when it was never found."""
+        if self.fd is None:
+            return False
+        os.close(self.fd)
+        return True
+
+    def not_found(self) -> str:
+        where = " or ".join(str(d) for d in self.dirs)
+        return (f"{self.label}: no captured output in {where} (looked for {self.relative}; "
+                "for a job run with --log-dir DIR, set CRONWRAP_LOG_DIR=DIR)")
+
+
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def open_below(root: Path, relative: Path) -> int | None:
+    """A read descriptor for the regular file ``root/relative``, None when it is not there.
+
+    ``root`` is the operator's own and may be a symlink; each component below it is opened
+    relative to its parent's descriptor with O_NOFOLLOW, so a symlink anywhere below is
+    refused (PathError), as is anything but a regular file: O_NONBLOCK keeps the open of a
+    FIFO from waiting for a writer, and fstat then tells what was opened."""
     try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            while chunk := f.read(1 << 20):
-                sys.stdout.buffer.write(chunk)
-                offset += len(chunk)
-    except FileNotFoundError:
-        return offset
-    sys.stdout.buffer.flush()
-    return offset
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise PathError(f"cannot read {root}: {exc.strerror}") from None
+    *dirs, leaf = relative.parts
+    path = root
+    for part, flags in [(d, DIR_FLAGS) for d in dirs] + [(leaf, FILE_FLAGS)]:
+        path = path / part
+        fd = _open_at(fd, part, flags, path)
+        if fd is None:
+            return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise PathError(f"{path} is not a regular file; cronwrap refuses to read it")
+    return fd
+
+
+def _open_at(parent: int, name: str, flags: int, path: Path) -> int | None:
+    """Open ``name`` in the directory ``parent`` (closed here, whatever happens)."""
+    try:
+        return os.open(name, flags, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(path):
+            raise PathError(f"{path} is a symlink; cronwrap refuses to follow it") from None
+        raise PathError(f"cannot read {path}: {exc.strerror}") from None
+    finally:
+        os.close(parent)
+
+
+class Raw:
+    """Bytes to stdout as they are."""
+
+    def write(self, data: bytes) -> None:
+        sys.stdout.buffer.write(data)
+
+    def flush(self) -> None:
+        sys.stdout.buffer.flush()
+
+    def close(self) -> None:
+        self.flush()
+
+
+class Terminal(Raw):
+    """Bytes to a terminal: decoded as UTF-8 across chunk boundaries (an invalid byte shown as
+    ``\\xff``), control characters escaped, lines kept. A CR at the end of a chunk waits for
+    the next, which may begin with the LF of a CRLF."""
+
+    def __init__(self) -> None:
+        self.decoder = codecs.getincrementaldecoder("utf-8")("backslashreplace")
+        self.held = ""
+
+    def write(self, data: bytes) -> None:
+        text = self.held + self.decoder.decode(data)
+        self.held = "\r" if text.endswith("\r") else ""
+        super().write(safe_text(text[:len(text) - len(self.held)], lines=True).encode())
+
+    def close(self) -> None:
+        text = self.held + self.decoder.decode(b"", final=True)
+        self.held = ""
+        super().write(safe_text(text, lines=True).encode())
+        self.flush()

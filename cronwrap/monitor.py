@@ -2,7 +2,9 @@
 node_exporter textfile, and the history picture of ``status NAME``.
 
 Data first, rendering second: every function takes the reports (or runs) and ``now`` and
-returns text or plain data; only ``Picture.to_rich`` imports rich.
+returns text or plain data; only ``Picture.to_rich`` imports rich. The check's line shows job
+names and reasons with control characters escaped (textsafe); Prometheus label values stay
+exact, escaped only as the exposition format says, like ``--json``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from cronwrap.errors import (CHECK_CRITICAL, CHECK_OK, CHECK_UNKNOWN, CHECK_WARN
 from cronwrap.ledger import base
 from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.report import CRITICAL, OK, WARNING
+from cronwrap.textsafe import safe_text
 
 if TYPE_CHECKING:
     from cronwrap.ledger.base import Run
@@ -59,7 +62,7 @@ def check(reports: list[JobReport], now: datetime, max_age: float | None = None,
     worst = max(v.state for v in verdicts)
     perf = " ".join(item for r in reports for item in perfdata(r, now, max_age, warn_duration))
     text = f"CRONWRAP {STATE_WORDS[worst]} - {_tally(verdicts)}"
-    reasons = [f"{v.job} {', '.join(v.reasons)}".replace("|", "/")  # '|' starts perfdata
+    reasons = [safe_text(f"{v.job} {', '.join(v.reasons)}").replace("|", "/")  # '|': perfdata
                for state in (CHECK_CRITICAL, CHECK_WARNING) for v in verdicts if v.state == state]
     if reasons:
         more = len(reasons) - MAX_REASONS
@@ -149,7 +152,7 @@ def _perf(label: str, value: float, uom: str, warn: float | None, crit: float | 
     def num(x: float | None) -> str:
         return "" if x is None else f"{x:.3f}".rstrip("0").rstrip(".")
 
-    quoted = label.replace("'", "''")
+    quoted = safe_text(label).replace("'", "''")
     return f"'{quoted}'={num(value)}{uom};{num(warn)};{num(crit)};0;"
 
 

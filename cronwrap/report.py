@@ -1,7 +1,9 @@
 """What ``status``, ``history`` and ``logs`` show: data first, rendering second.
 
 ``job_reports`` builds plain objects from the ledger; ``to_json`` and the ``render_*``
-functions draw them. rich is imported only inside the renderers.
+functions draw them. rich is imported only inside the renderers. What the renderers show of
+the ledger goes through ``cell`` (or ``textsafe.safe_text``): a shared ledger's writer chooses
+those strings, and they must reach a terminal as text, not as escape sequences or markup.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from datetime import datetime, timedelta
 from cronwrap.durations import format_duration
 from cronwrap.ledger import base
 from cronwrap.ledger.base import JobSummary, Run, iso
+from cronwrap.textsafe import safe_text
 
 OK, WARNING, CRITICAL = "ok", "warning", "critical"
 BAD_STATUSES = (base.FAILED, base.TIMEOUT, base.KILLED)
@@ -127,14 +130,28 @@ _COLOURS = {base.SUCCEEDED: "green", base.FAILED: "red", base.TIMEOUT: "magenta"
 _HEALTH = {OK: "green", WARNING: "yellow", CRITICAL: "bold red"}
 
 
-def status_label(run: Run, now: datetime) -> str:
+def status_cell(run: Run, now: datetime):
     shown = run.shown_status(now)
     text = shown + (f" ({run.skip_reason})" if run.skip_reason else "")
-    return f"[{_COLOURS.get(shown, 'white')}]{text}[/]"
+    return cell(text, _COLOURS.get(shown, "white"))
+
+
+def cell(value: object, style: str = ""):
+    """Text for a person from anything the ledger holds: control characters escaped
+    (textsafe), and a ``rich.text.Text``, so that ``[red]`` or ``:smile:`` in a job name or a
+    host is shown as written, never read as markup or an emoji code."""
+    from rich.text import Text
+
+    return Text(safe_text(str(value)), style=style)
+
+
+def _add_row(table, *cells) -> None:
+    table.add_row(*(cell(c) if isinstance(c, str) else c for c in cells))
 
 
 def render_status(reports: list[JobReport], now: datetime) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(box=None, header_style="bold")
     for column in ("JOB", "LAST RUN", "STATUS", "EXIT", "DURATION", "LAST SUCCESS",
@@ -144,12 +161,12 @@ def render_status(reports: list[JobReport], now: datetime) -> None:
         s, last = rep.summary, rep.summary.last_run
         running = ", ".join(f"{r.host}:{r.pid} lease {format_duration(r.lease_left(now))} "
                             f"fence {r.fence}" for r in rep.live) or "-"
-        table.add_row(
-            s.job, ago(last.started_at or last.scheduled_at, now) if last else "-",
-            status_label(last, now) if last else "-",
+        _add_row(
+            table, s.job, ago(last.started_at or last.scheduled_at, now) if last else "-",
+            status_cell(last, now) if last else "-",
             "-" if last is None or last.exit_code is None else str(last.exit_code),
             duration_text(last), ago(s.last_success_at, now), ago(rep.next_due_at, now), running,
-            f"[{_HEALTH[rep.health]}]{rep.health}[/] {rep.why}",
+            Text.assemble((rep.health, _HEALTH[rep.health]), " " + safe_text(rep.why)),
         )
     out = console()
     if not reports:
@@ -160,14 +177,15 @@ def render_status(reports: list[JobReport], now: datetime) -> None:
 
 def render_runs(runs: list[Run], now: datetime) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(box=None, header_style="bold")
     for column in ("RUN", "SLOT", "TRIGGER", "STATUS", "ATTEMPT", "HOST", "STARTED",
                    "DURATION", "EXIT", "FENCE"):
         table.add_column(column)
     for r in runs:
-        table.add_row(
-            str(r.run_id), r.run_key, r.trigger, status_label(r, now), str(r.attempt),
+        _add_row(
+            table, str(r.run_id), r.run_key, r.trigger, status_cell(r, now), str(r.attempt),
             r.host or "-", ago(r.started_at, now), duration_text(r),
             "-" if r.exit_code is None else str(r.exit_code), str(r.fence or "-"),
         )
@@ -180,8 +198,9 @@ def render_runs(runs: list[Run], now: datetime) -> None:
     out.print(table)
     last_bad = next((r for r in runs if r.status in BAD_STATUSES and r.error_tail), None)
     if last_bad is not None:
-        out.print(f"\n[bold]last output of run {last_bad.run_id} ({last_bad.status}):[/]")
-        out.print(last_bad.error_tail.rstrip()[-1500:], markup=False, highlight=False)
+        out.print()
+        out.print(cell(f"last output of run {last_bad.run_id} ({last_bad.status}):", "bold"))
+        out.print(Text(safe_text(last_bad.error_tail.rstrip()[-1500:], lines=True)))
 
 
 def usual_p95(ledger: base.Ledger, reports: list[JobReport]) -> dict[str, float]:
