@@ -1,7 +1,9 @@
 """GNU ``timeout``/``sleep`` duration syntax: a number, fractions allowed, optional suffix.
 
-``30``, ``1.5m``, ``2h``, ``1d``, ``0`` (none). Compound forms such as ``1h30m`` are accepted
-too, since systemd users write them; each part takes the same suffixes.
+``30``, ``1.5m``, ``2h``, ``1d``, ``0`` (none), and exponents as GNU's strtod reads them
+(``1e-3``, ``2.34e+5d``, ``1E2m``). Compound forms such as ``1h30m`` are accepted too, since
+systemd users write them; each part takes the same suffixes. ``inf`` and ``infinity`` are read
+as GNU reads them: a duration too large to keep, like ``1e400``.
 """
 
 from __future__ import annotations
@@ -11,27 +13,49 @@ import re
 
 from cronwrap.errors import UsageError
 
+TEN_YEARS = 10 * 365 * 86400.0  # the largest duration cronwrap keeps
+SMALLEST = 1e-9  # a positive duration never rounds down to 0, which means "none"
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([smhd]?)")
-_EXAMPLES = "examples: 30, 1.5m, 2h, 1d, 0 for none"
+# [0-9], not \d: \d and float() also read '٣'; float() also reads '1_000', 'nan' and 'inf'.
+_PART = re.compile(r"((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)([smhd]?)")
+_INFINITE = ("inf", "infinity")
+_EXAMPLES = "examples: 30, 1.5m, 2h, 1d, 1e-3, 0 for none"
+
+
+class DurationTooLarge(UsageError):
+    """A duration over ten years, or past what a float holds (``1e400``, ``inf``)."""
 
 
 def parse_duration(text: str, option: str = "duration") -> float:
-    """Return ``text`` in seconds; raise ``UsageError`` naming ``option`` when it is not one."""
-    value = text.strip()
-    pos, total, parts = 0, 0.0, 0
+    """Return ``text`` in seconds; raise ``UsageError`` naming ``option`` when it is not one,
+    and ``DurationTooLarge`` when it is one of more than ten years."""
+    seconds = _seconds(text.strip())
+    if seconds is None:
+        raise UsageError(f"{option}: {text!r} is not a duration ({_EXAMPLES})")
+    if seconds > TEN_YEARS:
+        raise DurationTooLarge(f"{option}: {text!r} is too large (at most ten years, 3650d)")
+    return seconds
+
+
+def _seconds(value: str) -> float | None:
+    """Seconds (``math.inf`` past a float's range), or None when ``value`` is no duration."""
+    if value.lower() in _INFINITE:
+        return math.inf
+    pos, total, parts, positive = 0, 0.0, 0, False
     while pos < len(value):
         match = _PART.match(value, pos)
         if match is None:
-            break
-        total += float(match.group(1)) * _UNITS[match.group(2)]
+            return None
+        number, unit = match.groups()
+        total += float(number) * _UNITS[unit]
+        mantissa = number.lower().partition("e")[0]
+        positive = positive or mantissa.strip("0.") != ""  # 1e-400 is 0.0 to float()
         pos, parts = match.end(), parts + 1
-        if not match.group(2) and pos < len(value):
-            parts = 0  # a bare number must be the last part: "30 5m" is not a duration
-            break
-    if parts == 0 or pos != len(value) or not math.isfinite(total) or total > 10 * 365 * 86400:
-        raise UsageError(f"{option}: {text!r} is not a duration ({_EXAMPLES})")
-    return total
+        if not unit and pos < len(value):
+            return None  # a bare number must be the last part: "30 5m" is not a duration
+    if parts == 0:
+        return None
+    return max(total, SMALLEST) if positive else total
 
 
 def format_duration(seconds: float | None) -> str:

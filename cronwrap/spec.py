@@ -4,15 +4,17 @@ The option table below drives the lean ``run`` parser in cli.py, ``cronwrap run 
 man page and the documentation test: a new option is added here and nowhere else. Every option
 can also come from the environment as ``CRONWRAP_<NAME>`` (``--kill-after`` →
 ``CRONWRAP_KILL_AFTER``). Precedence: command line > environment > built-in default.
-No I/O here except reading an ``--env-file``.
+No I/O here except reading an ``--env-file``, and the note ``build_spec`` gives (on stderr
+unless told otherwise) when a time limit is too large to keep.
 """
 
 from __future__ import annotations
 
+import math
 import signal as _signal
 from pathlib import Path
 
-from cronwrap.durations import parse_duration
+from cronwrap.durations import DurationTooLarge, parse_duration
 from cronwrap.errors import UsageError
 from cronwrap.record import TYPE_CHECKING, Record
 
@@ -69,6 +71,16 @@ def host_name(text: str, label: str) -> str:
 
 def duration(text: str, label: str) -> float:
     return parse_duration(text, label)
+
+
+def time_limit(text: str, label: str) -> float:
+    """A duration where 0 means none (--timeout, --kill-after, --wait-timeout). One too large
+    to keep (over ten years, 1e400, inf) is ``math.inf``: GNU timeout runs without a timeout
+    then, so build_spec stores 0 (none) and says so, where other durations refuse it."""
+    try:
+        return parse_duration(text, label)
+    except DurationTooLarge:
+        return math.inf
 
 
 def positive_duration(text: str, label: str) -> float:
@@ -204,8 +216,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("overlap", "What to do while another run of this job is running: skip it, wait "
            "for it, replace it (end it as a timeout would), or allow both.", "Overlap",
            choice(*OVERLAPS), "skip|wait|replace|allow", "skip"),
-    Option("wait-timeout", "With --overlap wait: give up (and skip) after this long; 0 waits "
-           "forever.", "Overlap", duration, "DURATION", 0.0),
+    Option("wait-timeout", "With --overlap wait: give up (and skip) after this long; 0, or a "
+           "value too large to keep (over ten years), waits forever.", "Overlap", time_limit,
+           "DURATION", 0.0),
     Option("lock", "Local lock: a kernel flock held for the job's whole life (released by the "
            "kernel when every holder dies), a PID file checked by PID and start time, or none.",
            "Overlap", choice(*LOCKS), "flock|pid|none", "flock"),
@@ -213,10 +226,13 @@ OPTIONS: tuple[Option, ...] = (
            "directory).", "Overlap", path, "PATH"),
     Option("skip-exit-code", "Exit status when nothing ran because the job is running or the "
            "slot is already claimed or done.", "Overlap", exit_code, "N", 0),
-    Option("timeout", "Hard timeout for the whole process tree; 0 means none.", "Timeout",
-           duration, "DURATION", 0.0),
+    Option("timeout", "Hard timeout for the whole process tree (GNU syntax: 30, 1.5m, 2h, 1d, "
+           "1e-3); 0 means none. A value too large to keep (over ten years, 1e400, inf) also "
+           "means none, as in GNU timeout, and cronwrap says so on stderr.", "Timeout",
+           time_limit, "DURATION", 0.0),
     Option("kill-after", "After the timeout signal, send KILL to whatever is left this much "
-           "later; 0 never sends KILL to the main process.", "Timeout", duration, "DURATION", 0.0),
+           "later; 0, or a value too large to keep (said on stderr), never sends KILL to the "
+           "main process.", "Timeout", time_limit, "DURATION", 0.0),
     Option("signal", "Signal sent at the timeout (name or number).", "Timeout", signal_number,
            "SIG", int(_signal.SIGTERM), short="s"),
     Option("preserve-status", "Exit with the job's own status even when it timed out "
@@ -309,10 +325,18 @@ class JobSpec(Record):
         return super().__repr__().split(", env_extra=")[0] + ")"
 
 
+def _to_stderr(note: str) -> None:
+    import sys
+
+    sys.stderr.write(f"cronwrap: {note}\n")
+
+
 def build_spec(command: list[str], given: Mapping[str, str | bool], environ: Mapping[str, str],
-               default_host: Callable[[], str], labels: Mapping[str, str] | None = None) -> JobSpec:
+               default_host: Callable[[], str], labels: Mapping[str, str] | None = None,
+               warn: Callable[[str], None] = _to_stderr) -> JobSpec:
     """Merge given values (by option name: the command line, or config.merge's result, with
-    ``labels`` naming where each came from) over ``CRONWRAP_*`` variables."""
+    ``labels`` naming where each came from) over ``CRONWRAP_*`` variables. ``warn`` gets one
+    line for each time limit too large to keep, which runs as none."""
     values: dict[str, Any] = {}
     for opt in OPTIONS:
         if opt.name in given:
@@ -321,7 +345,11 @@ def build_spec(command: list[str], given: Mapping[str, str | bool], environ: Map
             raw, label = environ[opt.env], opt.env
         else:
             continue
-        values[opt.attr] = raw if raw is True else opt.parse(str(raw), label)
+        value = raw if raw is True else opt.parse(str(raw), label)
+        if value == math.inf:
+            warn(f"{label} {str(raw).strip()}: too large; running without a {opt.name}")
+            value = 0.0
+        values[opt.attr] = value
     if not command:
         raise UsageError("run: no command given (usage: cronwrap run [OPTIONS] -- COMMAND [ARG…])")
     if "name" not in values:

@@ -38,7 +38,7 @@ FLAGS = [o for o in spec.OPTIONS if o.is_flag]
 
 
 def build(given: dict, environ: dict | None = None) -> spec.JobSpec:
-    return spec.build_spec(["true"], given, environ or {}, lambda: "host")
+    return spec.build_spec(["true"], given, environ or {}, lambda: "host", warn=lambda note: None)
 
 
 # Text that is near a valid value as well as arbitrary text: numbers with suffixes, names,
@@ -72,7 +72,7 @@ def test_every_run_option_value_is_a_value_or_a_clean_error(opt, text, from_env)
         assert str(exc) and "\n" not in str(exc).strip()
         return
     value = getattr(job, opt.attr)
-    if opt.parse is spec.duration:
+    if opt.parse in (spec.duration, spec.time_limit):
         assert isinstance(value, float) and 0 <= value <= 10 * 365 * 86400
     elif opt.parse in (spec.count, spec.exit_code):
         assert isinstance(value, int) and value >= 0
@@ -464,7 +464,8 @@ def test_config_files_load_or_give_a_clean_error(text):
     for job in (None, "settle", "db.backup"):
         merged = config.merge({}, {}, loaded, job)
         try:
-            spec.build_spec(["true"], merged.values, {}, lambda: "host", merged.labels)
+            spec.build_spec(["true"], merged.values, {}, lambda: "host", merged.labels,
+                            lambda note: None)
         except CronwrapError:
             pass
 

@@ -1,0 +1,99 @@
+"""Input hardening from issue 11, end to end: the installed executable against the inputs an
+outside probe (GNU coreutils' tests/timeout suite through a shim, and a fuzzer) found wrong.
+
+Each test here failed on release a4eefb6. Bad input is one line on stderr, exit 125, and
+nothing runs; what GNU timeout accepts (exponents, signal 0, durations too large to keep) runs.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+DURATION_OPTIONS = ("--timeout", "--kill-after", "--wait-timeout", "--lease", "--keep-logs",
+                    "--jitter", "--retry-delay", "--hook-timeout", "--catchup-window")
+
+
+def events(home: Path) -> list[dict]:
+    path = home / "logs" / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def refused(proc, marker: Path | None = None) -> str:
+    """The one line a refused invocation printed; asserts 125 and that nothing ran."""
+    err = proc.stderr.decode(errors="replace")
+    assert proc.returncode == 125, (proc.returncode, err)
+    assert len(err.strip().splitlines()) == 1, err
+    assert "internal error" not in err and "Traceback" not in err, err
+    assert marker is None or not marker.exists(), "the job ran"
+    return err
+
+
+def closed_port() -> int:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()  # nothing listens: connections are refused
+    return port
+
+
+# -- 21: exponents, as GNU strtod reads them -------------------------------------------------
+
+@pytest.mark.parametrize("value", ["2.34e+5", "1E2m", "6e1s", ".5e3", "1e-3d"])
+def test_durations_in_exponent_notation_are_accepted(cw, value):
+    proc = cw("run", "-n", "e", "--timeout", value, "--kill-after", value, "--", "true")
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+
+
+def test_a_timeout_in_exponent_notation_times_out(cw):
+    proc = cw("run", "-n", "e", "--timeout", "1e-3", "--", "sleep", "10", timeout=8)
+    assert proc.returncode == 124, proc.stderr
+
+
+def test_a_tiny_timeout_is_the_smallest_timeout_not_none(cw):
+    proc = cw("run", "-n", "tiny", "--timeout", "1e-400", "--", "sleep", "10", timeout=8)
+    assert proc.returncode == 124, proc.stderr
+
+
+def test_what_gnu_refuses_and_python_reads_is_refused(cw, tmp_path):
+    marker = tmp_path / "ran"
+    for value in ("\u0663", "1\u0663", "\uff11e2", "nan", "1_000", "1e", "0x10", "1e3x", "+-1"):
+        err = refused(cw("run", "-n", "r", "--timeout", value, "--", "touch", str(marker)), marker)
+        assert "--timeout" in err and "is not a duration" in err, (value, err)
+
+
+# -- 22: too large to keep: no limit for time limits, an error for the rest ------------------
+
+@pytest.mark.parametrize("option", ["--timeout", "--kill-after", "--wait-timeout"])
+@pytest.mark.parametrize("value", ["1e400", "inf", "4000d"])
+def test_a_time_limit_too_large_runs_without_it_and_says_so_once(cw, option, value):
+    proc = cw("run", "-n", "big", option, value, "--", "sh", "-c", "echo ran")
+    assert proc.returncode == 0 and proc.stdout == b"ran\n", proc.stderr
+    name = option.removeprefix("--")
+    assert proc.stderr.decode() == (f"cronwrap: {option} {value}: too large; running without "
+                                    f"a {name}\n")
+
+
+def test_other_durations_too_large_are_refused_and_nothing_runs(cw, tmp_path):
+    marker = tmp_path / "ran"
+    for option in DURATION_OPTIONS[3:]:
+        for value in ("1e400", "inf", "4000d"):
+            err = refused(cw("run", "-n", "big", option, value, "--", "touch", str(marker)),
+                          marker)
+            assert option in err and "too large" in err, err
+
+
+def test_a_too_large_timeout_from_the_environment_and_config_is_named_by_its_source(cw, tmp_path):
+    proc = cw("run", "-n", "big", "--", "true", env={"CRONWRAP_TIMEOUT": "1e400"})
+    assert proc.returncode == 0
+    assert proc.stderr == b"cronwrap: CRONWRAP_TIMEOUT 1e400: too large; running without a timeout\n"
+    config = tmp_path / "config.toml"
+    config.write_text("[defaults]\nkill-after = 1e400\n")
+    config.chmod(0o644)
+    proc = cw("run", "-n", "big", "--", "true", env={"CRONWRAP_CONFIG": str(config)})
+    assert proc.returncode == 0
+    assert proc.stderr.decode() == (f"cronwrap: {config}:2: [defaults] kill-after inf: too "
+                                    "large; running without a kill-after\n")

@@ -1,0 +1,112 @@
+"""Input hardening from issue 11, unit by unit: durations, time limits, signal 0, URL and
+connection-string redaction, and one-line config errors. Pure: no I/O but temporary files."""
+
+from __future__ import annotations
+
+import unicodedata
+from pathlib import Path
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from cronwrap import cli, config, hooks, spec
+from cronwrap.durations import SMALLEST, TEN_YEARS, DurationTooLarge, parse_duration
+from cronwrap.errors import ConfigError, UsageError
+
+LIMITS = [o for o in spec.OPTIONS if o.parse is spec.time_limit]
+OTHER_DURATIONS = [o for o in spec.OPTIONS if o.parse in (spec.duration, spec.positive_duration)]
+
+
+def build(given: dict, environ: dict | None = None) -> tuple[spec.JobSpec, list[str]]:
+    notes: list[str] = []
+    job = spec.build_spec(["true"], given, environ or {}, lambda: "host", warn=notes.append)
+    return job, notes
+
+
+# -- 21: exponents, ASCII digits only ----------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("1e-3", 0.001), ("2.34e+5d", 2.34e5 * 86400 if 2.34e5 * 86400 <= TEN_YEARS else None),
+    ("1E2m", 6000.0), ("1e2", 100.0), (".5e1s", 5.0), ("5.e-1", 0.5), ("1e0h30m", 5400.0),
+    ("0e9", 0.0), ("0.0e-400", 0.0), ("1e-400", SMALLEST), ("1e-12m", SMALLEST),
+])
+def test_exponent_notation_means_what_strtod_reads(text, seconds):
+    if seconds is None:
+        with pytest.raises(DurationTooLarge):
+            parse_duration(text)
+    else:
+        assert parse_duration(text) == pytest.approx(seconds)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(min_value=0, max_value=TEN_YEARS))
+@example(5e-324)
+@example(1e-9)
+def test_every_float_python_writes_reads_back(value):
+    assert parse_duration(repr(value)) == (max(value, SMALLEST) if value else 0.0)
+
+
+NON_ASCII_DIGITS = [c for c in map(chr, range(0x80, 0x10000)) if unicodedata.digit(c, None) is not None]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(NON_ASCII_DIGITS), st.sampled_from(["{}", "1{}", "{}e2", "1e{}", "1.{}m"]))
+def test_digits_float_reads_but_gnu_does_not_are_refused(digit, shape):
+    with pytest.raises(UsageError, match="is not a duration"):
+        parse_duration(shape.format(digit), "--timeout")
+
+
+@pytest.mark.parametrize("text", ["nan", "NaN", "-nan", "1_000", "1_0e2", "0x1p3", "1e", "e3",
+                                  "1e+", "1e2.5", "-1", "+1", "1ee2", "inf5", "infinityd"])
+def test_what_float_reads_but_is_no_duration_is_refused(text):
+    with pytest.raises(UsageError, match="is not a duration"):
+        parse_duration(text, "--timeout")
+
+
+# -- 22: too large to keep -------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["1e400", "inf", "INF", "Infinity", "3651d", "9" * 400,
+                                  "315360001", "1e309m"])
+def test_a_duration_too_large_is_its_own_error(text):
+    with pytest.raises(DurationTooLarge, match=r"^--lease: .* is too large \(at most ten years"):
+        parse_duration(text, "--lease")
+    assert parse_duration("3650d") == TEN_YEARS
+
+
+def test_the_limits_are_timeout_kill_after_and_wait_timeout():
+    assert [o.name for o in LIMITS] == ["wait-timeout", "timeout", "kill-after"]
+
+
+@pytest.mark.parametrize("opt", LIMITS, ids=lambda o: o.name)
+@pytest.mark.parametrize("text", ["1e400", "inf", "4000d"])
+def test_a_limit_too_large_is_none_and_said_once(opt, text):
+    job, notes = build({opt.name: text})
+    assert getattr(job, opt.attr) == 0.0
+    assert notes == [f"--{opt.name} {text}: too large; running without a {opt.name}"]
+    job, notes = build({}, {opt.env: f" {text} "})
+    assert getattr(job, opt.attr) == 0.0 and notes == [
+        f"{opt.env} {text}: too large; running without a {opt.name}"]
+
+
+@pytest.mark.parametrize("opt", OTHER_DURATIONS, ids=lambda o: o.name)
+@pytest.mark.parametrize("text", ["1e400", "inf", "4000d"])
+def test_other_durations_too_large_are_refused(opt, text):
+    with pytest.raises(UsageError, match=f"^--{opt.name}: .* is too large"):
+        build({opt.name: text})
+
+
+def test_a_limit_within_ten_years_is_kept_and_says_nothing():
+    job, notes = build({"timeout": "3650d", "kill-after": "1e-400", "wait-timeout": "2.5e1"})
+    assert (job.timeout, job.kill_after, job.wait_timeout, notes) == (TEN_YEARS, SMALLEST, 25.0, [])
+
+
+def test_a_config_file_with_a_huge_limit_loads_and_the_note_names_its_line(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text('[jobs.settle]\ntimeout = "inf"\n')
+    loaded = config.load_config(path)
+    merged = config.merge({}, {}, loaded, "settle")
+    notes: list[str] = []
+    job = spec.build_spec(["x"], merged.values, {}, lambda: "h", merged.labels, notes.append)
+    assert job.timeout == 0.0
+    assert notes == [f"{path}:2: [jobs.settle] timeout inf: too large; running without a timeout"]
