@@ -91,13 +91,15 @@ def positive_duration(text: str, label: str) -> float:
 
 
 def signal_number(text: str, label: str) -> int:
+    """A signal name or number; 0 (as GNU timeout takes it) sends nothing at the timeout."""
     value = text.strip().upper()
-    if small_number(value, 3) and 0 < int(value) < _signal.NSIG:
+    if small_number(value, 3) and int(value) < _signal.NSIG:
         return int(value)
     name = value if value.startswith("SIG") else "SIG" + value
     number = getattr(_signal.Signals, name, None) if name.isalnum() else None
     if number is None:
-        raise UsageError(f"{label}: {text!r} is not a signal (examples: TERM, INT, HUP, KILL, 9)")
+        raise UsageError(f"{label}: {text!r} is not a signal (examples: TERM, INT, HUP, KILL, "
+                         "9, or 0 for none)")
     return int(number)
 
 
@@ -233,8 +235,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("kill-after", "After the timeout signal, send KILL to whatever is left this much "
            "later; 0, or a value too large to keep (said on stderr), never sends KILL to the "
            "main process.", "Timeout", time_limit, "DURATION", 0.0),
-    Option("signal", "Signal sent at the timeout (name or number).", "Timeout", signal_number,
-           "SIG", int(_signal.SIGTERM), short="s"),
+    Option("signal", "Signal sent at the timeout (name or number); 0 sends none, so only "
+           "--kill-after ends the job (exit 137), and a job that ends by itself after the "
+           "timeout exits 124, as with GNU timeout.", "Timeout", signal_number, "SIG",
+           int(_signal.SIGTERM), short="s"),
     Option("preserve-status", "Exit with the job's own status even when it timed out "
            "(instead of 124/137).", "Timeout", default=False),
     Option("leave-orphans", "Leave descendants running when the main process exits (default: "

@@ -40,6 +40,23 @@ def closed_port() -> int:
     return port
 
 
+# -- 20: --signal 0, as GNU timeout takes it -------------------------------------------------
+
+def test_signal_0_sends_nothing_and_kill_after_ends_the_job(cw, tmp_path):
+    proc = cw("run", "-n", "s0", "--signal", "0", "--timeout", "0.2", "--kill-after", "0.3",
+              "--", "sleep", "10", timeout=8)
+    assert proc.returncode == 137, proc.stderr
+    (run,) = cw.json("history", "s0", "--json")
+    assert (run["status"], run["signal"]) == ("timeout", 9)
+
+
+def test_signal_0_without_kill_after_lets_the_job_end_and_says_it_timed_out(cw, tmp_path):
+    proc = cw("run", "-n", "s0", "--signal", "0", "--timeout", "0.2", "--", "sleep", "2")
+    assert proc.returncode == 124, proc.stderr
+    (run,) = cw.json("history", "s0", "--json")
+    assert (run["status"], run["signal"]) == ("timeout", None)  # it ended by itself
+
+
 # -- 21: exponents, as GNU strtod reads them -------------------------------------------------
 
 @pytest.mark.parametrize("value", ["2.34e+5", "1E2m", "6e1s", ".5e3", "1e-3d"])

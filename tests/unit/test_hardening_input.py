@@ -110,3 +110,16 @@ def test_a_config_file_with_a_huge_limit_loads_and_the_note_names_its_line(tmp_p
     job = spec.build_spec(["x"], merged.values, {}, lambda: "h", merged.labels, notes.append)
     assert job.timeout == 0.0
     assert notes == [f"{path}:2: [jobs.settle] timeout inf: too large; running without a timeout"]
+
+
+# -- 20: signal 0 ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["0", "00", " 0 "])
+def test_signal_0_is_accepted(text):
+    assert spec.signal_number(text, "--signal") == 0
+
+
+@pytest.mark.parametrize("text", ["SIG0", "-0", "0x0", "\u0660"])
+def test_other_spellings_of_0_are_not(text):
+    with pytest.raises(UsageError, match="or 0 for none"):
+        spec.signal_number(text, "--signal")
