@@ -219,8 +219,9 @@ OPTIONS: tuple[Option, ...] = (
            "for it, replace it (end it as a timeout would), or allow both.", "Overlap",
            choice(*OVERLAPS), "skip|wait|replace|allow", "skip"),
     Option("wait-timeout", "With --overlap wait: give up (and skip) after this long; 0, or a "
-           "value too large to keep (over ten years), waits forever.", "Overlap", time_limit,
-           "DURATION", 0.0),
+           "value too large to keep (over ten years), waits forever, unlike flock -w 0, which "
+           "does not wait. flock -w N is --overlap wait --wait-timeout N; flock -n (and "
+           "flock -w 0) is the default --overlap skip.", "Overlap", time_limit, "DURATION", 0.0),
     Option("lock", "Local lock: a kernel flock held for the job's whole life (released by the "
            "kernel when every holder dies), a PID file checked by PID and start time, or none.",
            "Overlap", choice(*LOCKS), "flock|pid|none", "flock"),

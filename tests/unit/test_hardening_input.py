@@ -123,3 +123,15 @@ def test_signal_0_is_accepted(text):
 def test_other_spellings_of_0_are_not(text):
     with pytest.raises(UsageError, match="or 0 for none"):
         spec.signal_number(text, "--signal")
+
+
+# -- 20, 22, 23: the help says so --------------------------------------------------------------
+
+def test_run_help_documents_signal_0_huge_limits_and_flock():
+    text = " ".join(cli.run_help().split())
+    assert "0 sends none, so only --kill-after ends the job" in text
+    assert "too large to keep (over ten years, 1e400, inf) also means none" in text
+    assert "0, or a value too large to keep (over ten years), waits forever, unlike flock -w 0" in text
+    assert "flock -w N is --overlap wait --wait-timeout N" in text
+    assert "flock -n (and flock -w 0) is the default --overlap skip" in text
+    assert "1e-3" in text
