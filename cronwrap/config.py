@@ -10,6 +10,9 @@ Precedence (DESIGN §4): command line > environment (``CRONWRAP_<NAME>``) > ``[j
 crontab line overrides a shared file. ``merge`` returns one mapping of option name to raw
 value in the shape ``spec.build_spec`` takes as ``given``, plus where each value came from.
 
+Every error is one line that names the file (and the line where known); anything from the
+file that a message quotes has its non-printable characters escaped as ``repr`` does.
+
 This runs on every firing when a config file exists: tomllib only, difflib on errors only.
 """
 
@@ -81,8 +84,8 @@ def find_config(environ: Mapping[str, str], euid: int | None = None) -> Path | N
         path = Path(explicit).expanduser()
         info = _stat(path)
         if info is None:
-            raise ConfigError(f"CRONWRAP_CONFIG={explicit}: no such file (unset the variable to "
-                              f"use ~/.config/cronwrap/config.toml or {ETC_CONFIG})")
+            raise ConfigError(f"CRONWRAP_CONFIG={shown(explicit)}: no such file (unset the "
+                              f"variable to use ~/.config/cronwrap/config.toml or {ETC_CONFIG})")
         _check_trusted(path, info, euid)
         return path
     for path in (_user_config(environ), ETC_CONFIG):
@@ -107,12 +110,15 @@ def _stat(path: Path) -> os.stat_result | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
-        raise ConfigError(f"{path}: {exc.strerror}") from None
+        raise ConfigError(f"{shown(path)}: {exc.strerror}") from None
 
 
 def _check_trusted(path: Path, info: os.stat_result, euid: int) -> None:
     if stat.S_ISCHR(info.st_mode) and str(path) == os.devnull:
         return
+    if not str(path).isprintable():  # every message names the file: it must fit on a line
+        raise ConfigError(f"{shown(path)}: a config file's path must be printable text: rename "
+                          "the file, or point CRONWRAP_CONFIG at another")
     if not stat.S_ISREG(info.st_mode):
         raise ConfigError(f"{path}: not a regular file")
     if info.st_uid not in (euid, 0):
@@ -166,6 +172,9 @@ def _parse_toml(text: str, path: Path) -> dict:
 
     try:
         return tomllib.loads(text)
+    except RecursionError:  # tomllib recurses once per level of nested arrays and tables
+        raise ConfigError(f"{path}: arrays or inline tables nested too deeply to read (a "
+                          "setting is a string, number or boolean: remove the nesting)") from None
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         head, sep, tail = message.rpartition(" (at line ")
@@ -173,7 +182,7 @@ def _parse_toml(text: str, path: Path) -> dict:
             line = tail.split(",", 1)[0]
         else:
             head, line = message.removesuffix(" (at end of document)"), str(text.count("\n") + 1)
-        raise ConfigError(f"{path}:{line}: not valid TOML: {head}") from None
+        raise ConfigError(f"{path}:{line}: not valid TOML: {shown(head)}") from None
 
 
 def _load_job(config: Config, name: str, section: Any, where: _Locator) -> None:
@@ -182,8 +191,8 @@ def _load_job(config: Config, name: str, section: Any, where: _Locator) -> None:
     except UsageError as exc:
         raise ConfigError(f"{where.line_of(('jobs', name))}: {table_label(name)}: {exc}") from None
     if not isinstance(section, dict):
-        raise ConfigError(f"{where.line_of(('jobs', name))}: jobs.{name} must be a table "
-                          f"({table_label(name)} followed by key = value lines)")
+        raise ConfigError(f"{where.line_of(('jobs', name))}: {table_label(name)} must be a "
+                          "table (followed by key = value lines)")
     _load_section(config, name, section, where)
 
 
@@ -248,10 +257,18 @@ def _did_you_mean(word: str, choices: Any) -> str:
 
 
 def table_label(job: str | None) -> str:
+    """``[jobs.settle]``, ``[jobs."db.backup"]``; a name's control characters escaped."""
     if job is None:
         return "[defaults]"
     bare = spec.valid_name(job) and "." not in job
-    return f"[jobs.{job}]" if bare else f'[jobs."{job}"]'
+    return f"[jobs.{job}]" if bare else f'[jobs."{shown(job)}"]'
+
+
+def shown(text: object) -> str:
+    """``text`` fit for one line of a message: non-printable characters escaped as repr()
+    escapes them (``a\\nb``), printable text as it is."""
+    text = str(text)
+    return text if text.isprintable() else repr(text)[1:-1]
 
 
 class _Locator:

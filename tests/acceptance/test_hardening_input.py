@@ -40,6 +40,29 @@ def closed_port() -> int:
     return port
 
 
+# -- 16: config errors are one line ----------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "a = " + "[" * 5000 + "]" * 5000 + "\n",
+    "[defaults]\ntimeout = " + "[" * 5000 + "]" * 5000 + "\n",
+    "a = " + "{b = " * 3000 + "1" + "}" * 3000 + "\n",
+    "a = " + "[" * 5000 + "\n",
+    '[jobs."a\\nb"]\ntimeout = "1m"\n',
+    '[jobs."a\\u0007\\tb"]\n',
+    'jobs = {"x\\ny" = {}}\n',
+], ids=["nested-arrays", "nested-value", "nested-tables", "unclosed-arrays", "newline-name",
+        "control-name", "inline-newline-name"])
+def test_every_config_error_is_one_line_naming_the_file(cw, tmp_path, text):
+    config = tmp_path / "config.toml"
+    config.write_text(text)
+    config.chmod(0o644)
+    marker = tmp_path / "ran"
+    proc = cw("run", "-n", "x", "--", "touch", str(marker), env={"CRONWRAP_CONFIG": str(config)})
+    err = refused(proc, marker)
+    assert err.startswith(f"cronwrap: {config}"), err
+    assert err.strip().isprintable(), err
+
+
 # -- 20: --signal 0, as GNU timeout takes it -------------------------------------------------
 
 def test_signal_0_sends_nothing_and_kill_after_ends_the_job(cw, tmp_path):

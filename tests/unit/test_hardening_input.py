@@ -135,3 +135,59 @@ def test_run_help_documents_signal_0_huge_limits_and_flock():
     assert "flock -w N is --overlap wait --wait-timeout N" in text
     assert "flock -n (and flock -w 0) is the default --overlap skip" in text
     assert "1e-3" in text
+
+
+# -- 16: config errors are one printable line --------------------------------------------------
+
+def config_error(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        config.load_config(path)
+    message = str(info.value)
+    assert message.startswith(str(path)) and message.isprintable(), message
+    return message.removeprefix(str(path))
+
+
+@pytest.mark.parametrize("nesting", [
+    "a = " + "[" * 5000 + "]" * 5000, "a = " + "[" * 5000, "a = " + "{b = " * 3000 + "1" + "}" * 3000,
+    "[defaults]\nlease = " + "[" * 5000 + "]" * 5000,
+])
+def test_deep_nesting_is_a_config_error(tmp_path, nesting):
+    assert config_error(tmp_path, nesting + "\n").startswith(": arrays or inline tables nested "
+                                                             "too deeply")
+
+
+@pytest.mark.parametrize(("text", "quoted"), [
+    ('[jobs."a\\nb"]\n', '[jobs."a\\nb"]'),
+    ('[jobs."a\\u0007b"]\ntimeout = 1\n', '[jobs."a\\x07b"]'),
+    ('jobs = {"x\\ty" = {}}\n', '[jobs."x\\ty"]'),
+    ('[jobs."\\u2028"]\n', '[jobs."\\u2028"]'),
+])
+def test_names_from_the_file_are_escaped(tmp_path, text, quoted):
+    assert quoted in config_error(tmp_path, text)
+
+
+def test_a_job_that_is_no_table_is_named_escaped(tmp_path):
+    assert config_error(tmp_path, '[jobs]\n"ok" = 3\n') == ":2: [jobs.ok] must be a table " \
+        "(followed by key = value lines)"
+
+
+def test_a_config_path_that_is_not_printable_is_refused(tmp_path):
+    import os
+
+    path = tmp_path / "a\nb.toml"
+    path.write_text("")
+    path.chmod(0o644)
+    with pytest.raises(ConfigError) as info:
+        config.find_config({"CRONWRAP_CONFIG": str(path)}, os.geteuid())
+    assert str(info.value).isprintable() and "a\\nb.toml" in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        config.find_config({"CRONWRAP_CONFIG": str(tmp_path / "x\ny")}, os.geteuid())
+    assert str(info.value).startswith("CRONWRAP_CONFIG=") and str(info.value).isprintable()
+
+
+def test_shown_escapes_only_what_is_not_printable():
+    assert config.shown("/etc/cronwrap/config.toml") == "/etc/cronwrap/config.toml"
+    assert config.shown("it's\n") == "it's\\n"
+    assert config.shown("caf\u00e9\x00") == "caf\u00e9\\x00"
