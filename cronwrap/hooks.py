@@ -174,30 +174,73 @@ def _signal_group(pgid: int, signum: int) -> None:
 # -- pings -------------------------------------------------------------------------------------
 
 def parse_ping_url(text: str, label: str = "--ping") -> str:
-    """An http:// or https:// URL with a host (spec.py's value-parser shape)."""
-    scheme, sep, rest = text.partition("://")
-    host = rest.split("/", 1)[0].split("?", 1)[0].rpartition("@")[2]
-    if sep and scheme.lower() in ("http", "https") and host and text.isprintable() \
-            and " " not in text:
+    """An http:// or https:// URL with a host[:port] (spec.py's value-parser shape)."""
+    scheme, _userinfo, rest = _split_userinfo(text)
+    if scheme.lower() in ("http://", "https://") and _host_port(rest[:_authority_end(rest)]) \
+            and text.isprintable() and " " not in text:
         return text
     raise UsageError(f"{label}: {redact(text)!r} is not an http:// or https:// URL "
                      "(example: https://hc-ping.com/YOUR-UUID)")
 
 
 def redact(url: str) -> str:
-    """``https://user:pass@host/x`` -> ``https://***@host/x``: safe for logs."""
+    """``url`` with everything from after ``://`` to its last ``@`` hidden: safe to print.
+
+    ``https://ops:pw@host/x`` -> ``https://***@host/x``. The last ``@`` of the whole URL,
+    since a password may hold a raw ``/``, ``?`` or ``#``: an ``@`` in a path or query hides
+    too much, never too little. The one redaction of URLs: pings and the ledger's label.
+    """
     scheme, sep, rest = url.partition("://")
-    authority, slash, path = rest.partition("/")
-    if not sep or "@" not in authority:
+    if not sep or "@" not in rest:
         return url
-    return f"{scheme}://***@{authority.rpartition('@')[2]}{slash}{path}"
+    return f"{scheme}://***@{rest.rpartition('@')[2]}"
+
+
+def _split_userinfo(url: str) -> tuple[str, str | None, str]:
+    """``(scheme://, user info or None, the rest)``, for sending a URL.
+
+    RFC 3986 ends the authority at the first ``/``, ``?`` or ``#``, and a user info before it
+    at its last ``@``. When that authority is no host[:port] (``ops:pw/x``, a password with a
+    raw ``/``), the user info runs to the URL's last ``@`` instead, as ``redact`` reads it.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return "", None, url
+    authority = rest[:_authority_end(rest)]
+    if "@" in authority:
+        at = authority.rfind("@")
+    elif "@" in rest and not _host_port(authority):
+        at = rest.rfind("@")
+    else:
+        return scheme + sep, None, rest
+    return scheme + sep, rest[:at], rest[at + 1:]
+
+
+def _authority_end(rest: str) -> int:
+    """Where RFC 3986 ends the authority of ``rest`` (a URL after ``://``)."""
+    return min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+
+
+def _host_port(authority: str) -> bool:
+    """``host``, ``host:port`` or ``[v6]:port``; a port, if any, is a number."""
+    if authority.startswith("["):
+        host, close, port = authority[1:].partition("]")
+        if not close or port[:1] not in ("", ":"):
+            return False
+        port = port[1:]
+    else:
+        host, _, port = authority.partition(":")
+    return bool(host) and not any(c in host for c in "@[]") and \
+        (not port or (port.isascii() and port.isdigit() and int(port) <= 65535))
 
 
 def ping_url(base: str, suffix: str) -> str:
     """``base`` + ``/suffix`` on the path, before any query string (``?create=1``)."""
-    path, q, query = base.partition("?")
+    scheme, userinfo, rest = _split_userinfo(base)
+    path, q, query = rest.partition("?")
     path = path.partition("#")[0].rstrip("/")
-    return f"{path}/{suffix}{q}{query}" if suffix else f"{path}{q}{query}"
+    prefix = scheme if userinfo is None else f"{scheme}{userinfo}@"
+    return f"{prefix}{path}/{suffix}{q}{query}" if suffix else f"{prefix}{path}{q}{query}"
 
 
 class Pinger:
@@ -291,16 +334,14 @@ def _request(url: str, body: bytes | None, timeout: float) -> tuple[str | None, 
 
 def _credentials(url: str) -> tuple[str, dict[str, str]]:
     """urllib does not take ``user:pass@`` in a URL: move it into a Basic auth header."""
-    scheme, sep, rest = url.partition("://")
-    authority, slash, path = rest.partition("/")
-    if not sep or "@" not in authority:
+    scheme, userinfo, rest = _split_userinfo(url)
+    if userinfo is None:
         return url, {}
     import base64
     from urllib.parse import unquote
 
-    userinfo, _, host = authority.rpartition("@")
     token = base64.b64encode(unquote(userinfo).encode()).decode("ascii")
-    return f"{scheme}://{host}{slash}{path}", {"Authorization": f"Basic {token}"}
+    return f"{scheme}{rest}", {"Authorization": f"Basic {token}"}
 
 
 def _one_line(reason: object) -> str:

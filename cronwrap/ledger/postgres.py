@@ -19,6 +19,7 @@ from psycopg import conninfo, errors
 from psycopg.rows import dict_row
 
 from cronwrap.errors import LedgerError
+from cronwrap.hooks import redact as redact_url
 from cronwrap.ledger import sql
 from cronwrap.ledger.sqlcore import SqlLedger
 
@@ -49,6 +50,9 @@ _URL_SCHEMES = ("postgresql://", "postgres://")
 _KV_PASSWORD = re.compile(r"(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*(?:'|$)|\S*)",
                           re.IGNORECASE)
 _QUERY_PASSWORD = re.compile(r"([?&](?:ssl)?password=)[^&]*", re.IGNORECASE)
+# One keyword of a key=value string, with its value if it has one (quoted values may hold
+# blanks and \' escapes; an unterminated quote runs to the end).
+_KV_ITEM = re.compile(r"\s*([^\s=']+)\s*(=\s*(?:'(?:[^'\\]|\\.)*(?:'|$)|(?:[^\s'\\]|\\.)*))?")
 
 
 class _Watchdog:
@@ -83,17 +87,40 @@ class _Watchdog:
 def redact_dsn(dsn: str) -> str:
     """``dsn`` with its password replaced by ``***``, in URL or key=value form.
 
-    In a URL the user info ends at the last ``@`` (a password holding a raw ``@`` is still
-    hidden whole: hiding too much beats showing part of it); ``?password=`` is hidden too.
+    A URL goes through ``hooks.redact``, the one redaction of URLs (everything up to its last
+    ``@``: a password holding a raw ``@`` or ``/`` is still hidden whole); ``?password=`` is
+    hidden too.
     """
     if dsn.lower().startswith(_URL_SCHEMES):
-        scheme, _, rest = dsn.partition("://")
-        userinfo, at, hostpart = rest.rpartition("@")
-        if at and ":" in userinfo:
-            user = userinfo.partition(":")[0]
-            rest = f"{user}:***@{hostpart}"
-        return _QUERY_PASSWORD.sub(r"\1***", f"{scheme}://{rest}")
+        return _QUERY_PASSWORD.sub(r"\1***", redact_url(dsn))
     return _KV_PASSWORD.sub(r"\1***", dsn)
+
+
+def _keywords(dsn: str) -> list[str]:
+    """The keywords of a key=value string, its values (quoted or not) skipped; a word with no
+    ``=`` after it may be a misplaced value and is left out."""
+    keys, pos = [], 0
+    while (match := _KV_ITEM.match(dsn, pos)) and match.end() > pos:
+        if match.group(2) is not None:
+            keys.append(match.group(1))
+        pos = match.end()
+    return keys
+
+
+def _invalid_dsn(dsn: str, exc: psycopg.Error) -> LedgerError:
+    """libpq's parse errors quote what they could not read, which may be the password: name
+    the URL without its user info, or a key=value string by its keywords only, and keep a
+    quoted word of the reason only when it is a keyword."""
+    if dsn.lower().startswith(_URL_SCHEMES):
+        label, shown = redact_dsn(dsn), set()
+    else:
+        keys = _keywords(dsn)
+        label, shown = " ".join(f"{key}=***" for key in keys) or "(no key=value pair)", set(keys)
+    shown |= {o.keyword.decode() for o in psycopg.pq.Conninfo.get_defaults()} | {"=", "]"}
+    reason = re.sub(r'"([^"]*)"', lambda m: m.group(0) if m.group(1) in shown else '"***"',
+                    _reason(exc, dsn))
+    return LedgerError(f"ledger {label}: invalid connection string: {reason} "
+                       "(check --db / CRONWRAP_DB)")
 
 
 def _passwords(dsn: str) -> list[str]:
@@ -160,8 +187,7 @@ class PostgresLedger(SqlLedger):
         try:
             given = conninfo.conninfo_to_dict(self.dsn)
         except psycopg.Error as exc:
-            raise self._error("invalid connection string", exc,
-                              hint="check --db / CRONWRAP_DB") from exc
+            raise _invalid_dsn(self.dsn, exc) from None  # its text may hold the password
         theirs = given.get("options") or os.environ.get("PGOPTIONS", "")
         params = {**TCP_SETTINGS, **given}
         params["options"] = f"{SESSION_OPTIONS} {theirs}".strip()

@@ -40,6 +40,31 @@ def closed_port() -> int:
     return port
 
 
+# -- 14: secrets are never echoed ------------------------------------------------------------
+
+def test_a_ping_password_holding_a_slash_is_never_logged(cw, home):
+    url = f"https://ops:hunter2/x@127.0.0.1:{closed_port()}/uuid"
+    proc = cw("run", "-n", "pinged", "--ping", url, "--", "true")
+    assert proc.returncode == 0, proc.stderr
+    failed = [e for e in events(home) if e["event"] == "ping_failed"]
+    assert failed and all("***@127.0.0.1" in e["error"] for e in failed), failed
+    assert b"hunter2" not in proc.stdout + proc.stderr
+    for path in home.rglob("*"):
+        if path.is_file():
+            assert b"hunter2" not in path.read_bytes(), path
+
+
+def test_a_malformed_connection_string_never_echoes_its_secret(cw):
+    for dsn in ("pass=S3cret", "host=x password", "password='S3cret", "host=x S3cret",
+                "postgresql://u:S3cret@[bad", "postgresql://u:S3cret@h/d?x=%zz",
+                "postgresql://h/db?password=S3cret&x", "postgresql://u:S3cret/x@h:y/db"):
+        err = refused(cw("run", "-n", "db", "--db", dsn, "--", "true"))
+        assert "S3cret" not in err, (dsn, err)
+    refused(cw("run", "-n", "db", "--db", "password='unterminated", "--", "true"))
+    err = refused(cw("run", "-n", "db", "--db", "pass=S3cret", "--", "true"))
+    assert '"pass"' in err and "check --db" in err  # says which keyword is wrong
+
+
 # -- 16: config errors are one line ----------------------------------------------------------
 
 @pytest.mark.parametrize("text", [

@@ -137,6 +137,76 @@ def test_run_help_documents_signal_0_huge_limits_and_flock():
     assert "1e-3" in text
 
 
+# -- 14: URLs and connection strings never show a secret -----------------------------------------
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("https://ops:hunter2/x@127.0.0.1:1/uuid", "https://***@127.0.0.1:1/uuid"),
+    ("https://u:p?w#d@h/x", "https://***@h/x"),
+    ("https://u:p@h:1/a@b", "https://***@b"),  # an @ after the host: too much hidden, never too little
+    ("https://TOKEN@hc-ping.com/x", "https://***@hc-ping.com/x"),
+    ("https://hc-ping.com/x", "https://hc-ping.com/x"),
+    ("no scheme@x", "no scheme@x"),
+])
+def test_redact_hides_everything_before_the_last_at(url, shown):
+    assert hooks.redact(url) == shown
+
+
+@pytest.mark.parametrize(("url", "sent", "user"), [
+    ("https://ops:hunter2/x@127.0.0.1:1/uuid", "https://127.0.0.1:1/uuid/start", "ops:hunter2/x"),
+    ("http://u:pa?ss@h/x?create=1", "http://h/x/start?create=1", "u:pa?ss"),
+    ("http://u:p%40w@h/x", "http://h/x/start", "u:p@w"),
+    ("https://h/x?email=a@b", "https://h/x/start?email=a@b", None),
+    ("http://[::1]:8080/x", "http://[::1]:8080/x/start", None),
+])
+def test_a_ping_sends_its_user_info_as_a_header_wherever_the_password_has_a_slash(url, sent, user):
+    import base64
+
+    assert hooks.parse_ping_url(url) == url
+    plain, headers = hooks._credentials(hooks.ping_url(url, "start"))
+    assert plain == sent
+    expected = {} if user is None else {
+        "Authorization": "Basic " + base64.b64encode(user.encode()).decode()}
+    assert headers == expected
+
+
+@pytest.mark.parametrize("url", ["https://ops:hunter2@", "http://h:port/x", "http://h:99999/",
+                                 "http://[::1/x", "https://@/x", "http://a@b@/x"])
+def test_a_ping_url_without_a_host_and_numeric_port_is_refused_without_its_secret(url):
+    with pytest.raises(UsageError, match="is not an http:// or https:// URL") as info:
+        hooks.parse_ping_url(url, "--ping")
+    assert "hunter2" not in str(info.value)
+
+
+def test_ledger_urls_use_the_one_url_redaction():
+    from cronwrap.ledger.postgres import redact_dsn
+
+    assert redact_dsn("postgresql://u:p@ss:w/rd@host/db") == "postgresql://***@host/db"
+    assert redact_dsn("postgresql://u@h/db?password=S3cret&x=1") == \
+        "postgresql://***@h/db?password=***&x=1"
+    assert redact_dsn("host=db password='a b' user=app") == "host=db password=*** user=app"
+
+
+@pytest.mark.parametrize(("dsn", "label"), [
+    ("pass=S3cret", "ledger pass=***: "),
+    ("host=x S3cret", "ledger host=***: "),
+    ("password='S3cret", "ledger password=***: "),
+    ("host=x password=S3=cret=x port='a b' S3cret", "ledger host=*** password=*** port=***: "),
+    ("postgresql://u:S3cret@[bad", "ledger postgresql://***@[bad: "),
+    ("postgresql://h/db?password=S3cret&x", "ledger postgresql://h/db?password=***&x: "),
+])
+def test_an_invalid_connection_string_names_keywords_never_values(dsn, label):
+    import psycopg
+    from psycopg import conninfo
+
+    from cronwrap.ledger.postgres import _invalid_dsn
+
+    with pytest.raises(psycopg.Error) as parse_error:
+        conninfo.conninfo_to_dict(dsn)
+    message = str(_invalid_dsn(dsn, parse_error.value))
+    assert message.startswith(label) and "S3cret" not in message, message
+    assert ": invalid connection string: " in message and "\n" not in message
+
+
 # -- 16: config errors are one printable line --------------------------------------------------
 
 def config_error(tmp_path: Path, text: str) -> str:
