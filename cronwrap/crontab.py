@@ -530,6 +530,28 @@ def _words(cmd: str) -> list[str]:
     return [_unquote(tok.text) for words in _commands(toks) for tok in words]
 
 
+def _backgrounds(cmd: str, shell: str) -> bool:
+    """Whether ``cmd`` (run by ``shell``, a basename) starts something in the background: a
+    ``&`` control operator at its top level, or in the ``sh -c '…'`` text it starts with.
+
+    ``&&`` is a list and ``>&2`` a redirection (the lexer reads both as operators of their
+    own); ``&>`` redirects in bash and zsh but backgrounds the command in a POSIX sh (dash).
+    """
+    toks = _lex(cmd)
+    if toks is None:
+        return False  # a quote left open: sh refuses the line and starts nothing
+    for k, tok in enumerate(toks):
+        if tok.kind != "op" or tok.text != "&":
+            continue
+        nxt = toks[k + 1] if k + 1 < len(toks) else None
+        redirects = nxt is not None and nxt.start == tok.end and nxt.text in (">", ">>")
+        if not (redirects and shell in ("bash", "zsh")):
+            return True
+    inner = _marker(cmd)
+    quoted = _single_unquote(cmd, inner.end() - 1) if inner else None
+    return quoted is not None and _backgrounds(quoted[0], _basename(inner.group("shell")))
+
+
 # --------------------------------------------------------------------------------------------
 # Job names
 
@@ -683,9 +705,15 @@ def wrap(
     A job becomes ``<fields> [user] <cronwrap> run -n NAME --schedule 'EXPR' [extra…] --
     <command>``. NAME comes from ``derive_name``, made unique in the file (``-2``, ``-3``…;
     names of lines already carrying cronwrap are taken first). ``EXPR`` is the line's own
-    expression; ``@reboot`` lines get no ``--schedule`` (it has no slots: each boot is its
-    own run, keyed by the minute it fired). Nothing is added for the zone: cron exports
-    ``CRON_TZ``/``TZ`` lines to the job's environment and cronwrap reads them from there.
+    expression. Nothing is added for the zone: cron exports ``CRON_TZ``/``TZ`` lines to the
+    job's environment and cronwrap reads them from there.
+
+    Daemon starters are left as they are, byte for byte: ``@reboot`` lines, and commands that
+    background something (``&``). cronwrap ends what a job leaves running when its command
+    exits, so it would end the daemon seconds after it started (lint's W011). With
+    ``--leave-orphans`` in ``extra_args``, or ``CRONWRAP_LEAVE_ORPHANS`` set true above the
+    line, they are wrapped like any other (an ``@reboot`` line without ``--schedule``: each
+    boot is its own run, keyed by the minute it fired).
 
     The command, as written (redirections and ``%``-stdin included), follows ``-- ``:
 
@@ -704,8 +732,8 @@ def wrap(
       looks for it. ``\\%`` inside the quoted text still reaches the shell as ``%``, exactly
       as before; a ``%`` in ``extra_args`` is written ``\\%``.
 
-    Left unchanged: lines whose command already starts with a ``cronwrap`` program (so
-    ``wrap(wrap(t)) == wrap(t)``), lines with a syntax error (``lint`` reports them), and
+    Left unchanged as well: lines whose command already starts with a ``cronwrap`` program
+    (so ``wrap(wrap(t)) == wrap(t)``), lines with a syntax error (``lint`` reports them), and
     compound commands under a ``SHELL`` that is not a known sh-like shell.
     ``extra_args`` are added to every wrapped line, each shell-quoted.
     """
@@ -713,10 +741,30 @@ def wrap(
     entries = parse(text, system=system)
     used = {name.lower() for name in _declared_names(entries)}
     lines = [
-        _wrap_job(entry, env, head, used) if isinstance(entry, Job) else entry.text
+        _wrap_job(entry, env, head, used)
+        if isinstance(entry, Job) and not _ends_its_daemon(entry, extra_args, env)
+        else entry.text
         for entry, env in _with_env(entries)
     ]
     return "\n".join(lines)
+
+
+def _starts_daemon(job: Job, command: str, env: Mapping[str, str]) -> bool:
+    """An ``@reboot`` line, or ``command`` (the line's, or the one cronwrap runs) backgrounds
+    something: what it starts is meant to outlive it."""
+    shell = _basename(env.get("SHELL") or _DEFAULT_SHELL)
+    return job.is_reboot or _backgrounds(split_percent(command)[0], shell)
+
+
+def _leaves_orphans(run_options: Iterable[str], env: Mapping[str, str]) -> bool:
+    """``--leave-orphans`` among cronwrap run's options, or set true in the crontab."""
+    setting = env.get("CRONWRAP_LEAVE_ORPHANS", "").strip().lower()
+    return "--leave-orphans" in run_options or setting in ("1", "true", "yes", "on")
+
+
+def _ends_its_daemon(job: Job, extra_args: Sequence[str], env: Mapping[str, str]) -> bool:
+    """Wrapping ``job`` would have cronwrap end the daemon it starts as a leftover."""
+    return _starts_daemon(job, job.command, env) and not _leaves_orphans(extra_args, env)
 
 
 def unwrap(text: str, *, system: bool | None = None) -> str:
@@ -1021,7 +1069,8 @@ def lint(
     E004 bad user field, E005 unescaped %, E006 unknown zone; W001 relative command or PATH
     assumption, W002 day-of-month OR day-of-week, W003 DST gap, W004 DST overlap, W005 may
     overlap itself, W006 output only to local mail, W007 output discarded (MAILTO=""),
-    W008 same command twice, W009 TZ without CRON_TZ, W010 no newline at the end;
+    W008 same command twice, W009 TZ without CRON_TZ, W010 no newline at the end, W011 a
+    daemon starter (``@reboot``, ``&``) under cronwrap run without --leave-orphans;
     I001 the ``*`` AND quirk, I002 CRON_TZ differs from the system zone.
     """
     if _zone(system_zone) is None:
@@ -1253,6 +1302,25 @@ def _redirected(facts: _Facts) -> bool:
     return False
 
 
+def _check_orphans(facts: _Facts, state: _LintState) -> Iterable[Finding]:
+    """A daemon starter under ``cronwrap run``, which ends what its command leaves running."""
+    words, body_start = _option_words(facts.cmd)
+    options = [_unquote(word) for word in words]
+    if options[1:2] != ["run"] or _basename(options[0]) != "cronwrap" or \
+            _leaves_orphans(options, facts.env):
+        return
+    command = facts.cmd if body_start is None else facts.cmd[body_start:]
+    if not _starts_daemon(facts.job, command, facts.env):
+        return
+    what = "an @reboot line" if facts.job.is_reboot else "a command that backgrounds a process (&)"
+    yield Finding(facts.job.number, facts.job.command_start + 1, "warning", "W011",
+                  f"{what} under cronwrap run without --leave-orphans: cronwrap ends what the "
+                  "command leaves running when it exits, so a daemon it starts is killed "
+                  "within seconds",
+                  "unwrap the line (cronwrap wrap --unwrap), or add --leave-orphans to its "
+                  "cronwrap run options")
+
+
 def _check_duplicate(facts: _Facts, state: _LintState) -> Iterable[Finding]:
     job = facts.job
     key = (job.user.text if job.user else "", job.command.strip(_BLANKS + "\r"))
@@ -1368,4 +1436,5 @@ _JOB_CHECKS = (
     _check_overlap,
     _check_output,
     _check_duplicate,
+    _check_orphans,
 )

@@ -88,6 +88,40 @@ def test_every_config_error_is_one_line_naming_the_file(cw, tmp_path, text):
     assert err.strip().isprintable(), err
 
 
+# -- 19: wrap and lint leave daemon starters alone -------------------------------------------
+
+DAEMONS = """\
+MAILTO=ops@example.com
+@reboot /opt/agent/start-agent
+*/5 * * * * /usr/local/bin/poll.sh >> /var/log/poll.log 2>&1 &
+0 3 * * * /usr/local/bin/nightly.sh >> /var/log/nightly.log 2>&1 && /usr/bin/logger done
+"""
+
+
+def test_wrap_leaves_daemon_starters_alone_and_lint_warns_about_wrapped_ones(cw, tmp_path):
+    path = tmp_path / "crontab"
+    path.write_text(DAEMONS)
+    wrapped = cw("wrap", str(path), "--cronwrap", "/usr/local/bin/cronwrap",
+                 check_rc=0).stdout.decode()
+    before, after = DAEMONS.splitlines(), wrapped.splitlines()
+    assert after[:3] == before[:3]  # byte for byte, like comments
+    assert after[3].startswith("0 3 * * * /usr/local/bin/cronwrap run -n nightly")  # && is no &
+    assert cw("wrap", "--unwrap", "-", input=wrapped.encode(), check_rc=0).stdout.decode() == DAEMONS
+    assert b"W011" not in cw("lint", str(path)).stdout
+
+    by_hand = tmp_path / "by-hand"
+    by_hand.write_text(
+        "MAILTO=ops@example.com\n"
+        "@reboot /usr/local/bin/cronwrap run -n agent -- /opt/agent/start-agent\n"
+        "0 * * * * /usr/local/bin/cronwrap run -n a -- /bin/sh -c '/opt/a &' >> /var/log/a 2>&1\n"
+        "0 * * * * /usr/local/bin/cronwrap run -n b -- /opt/b >&2\n"
+        "@reboot /usr/local/bin/cronwrap run -n c --leave-orphans -- /opt/c\n")
+    lines = cw("lint", str(by_hand)).stdout.decode().splitlines()
+    warned = [line for line in lines if " W011 " in line]
+    assert [line.split(":")[1] for line in warned] == ["2", "3"], lines
+    assert all("--leave-orphans" in line and "unwrap" in line for line in warned)
+
+
 # -- 20: --signal 0, as GNU timeout takes it -------------------------------------------------
 
 def test_signal_0_sends_nothing_and_kill_after_ends_the_job(cw, tmp_path):

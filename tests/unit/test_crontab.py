@@ -108,12 +108,16 @@ def test_wrap_is_idempotent(text, system):
     assert wrap(once, cronwrap=CRONWRAP, extra_args=EXTRA, system=system) == once
 
 
+def starts_daemon(job: Job) -> bool:
+    return job.is_reboot or crontab._backgrounds(split_percent(job.command)[0], "sh")
+
+
 @pytest.mark.parametrize(("text", "system"), [(USER_CRONTAB, False), (SYSTEM_CRONTAB, True)])
 def test_every_job_is_wrapped_and_non_jobs_are_untouched(text, system):
     before = parse(text, system=system)
     after = parse(wrap(text, system=system), system=system)
     for old, new in zip(before, after, strict=True):
-        if isinstance(old, Job) and old.problem is None:
+        if isinstance(old, Job) and old.problem is None and not starts_daemon(old):
             assert new.command.startswith("cronwrap run -n "), old.text
             assert new.text[: new.command_start] == old.text[: old.command_start]
         else:
@@ -124,6 +128,9 @@ def test_every_job_is_wrapped_and_non_jobs_are_untouched(text, system):
 def test_wrapped_lines_read_as_cronwrap_run_then_the_original(text, system):
     wrapped = wrap(text, cronwrap=CRONWRAP, extra_args=EXTRA, system=system)
     for old, new in zip(jobs(text, system), jobs(wrapped, system), strict=True):
+        if new.text == old.text:
+            assert old.problem or starts_daemon(old), old.text
+            continue
         if new.command.endswith(" -- " + old.command):
             # a simple command follows byte for byte (even one sh would reject)
             head = sh_words(new.command[: -len(old.command)])
@@ -182,10 +189,6 @@ def test_names_are_unique_within_a_file():
             "@daily echo 'it'\\''s' > /tmp/x%stdin",
             "@daily cronwrap run -n echo --schedule @daily -- "
             "/bin/sh -c 'echo '\\''it'\\''\\'\\'''\\''s'\\''' > /tmp/x%stdin",
-        ),
-        (
-            "@reboot /usr/bin/start-thing",
-            "@reboot cronwrap run -n start-thing -- /usr/bin/start-thing",
         ),
         (
             "0 0 * * * sh -c 'a; b'",
@@ -471,6 +474,99 @@ def test_lint_takes_naive_now_as_utc():
 
 
 # --------------------------------------------------------------------------------------------
+# daemon starters: wrap leaves them alone, lint warns when they are wrapped (W011)
+
+DAEMON_LINES = [
+    "@reboot /opt/agent/start-agent",
+    "@reboot root /opt/agent/start-agent",  # read as a user crontab: still @reboot
+    "* * * * * /opt/agent/start-agent &",
+    "* * * * * /opt/a & /opt/b",
+    "* * * * * (/opt/a &)",
+    "* * * * * { /opt/a & } >> /var/log/a 2>&1",
+    "* * * * * nohup /opt/a > /dev/null 2>&1 &",
+    "* * * * * /opt/a &> /dev/null",  # POSIX sh: /opt/a in the background, then > /dev/null
+    "* * * * * sh -c '/opt/a &'",
+    "* * * * * /opt/a &\t# start it",
+]
+NOT_DAEMONS = [
+    "* * * * * /opt/a && /opt/b",
+    "* * * * * /opt/a >&2",
+    "* * * * * /opt/a 2>&1 | logger",
+    "* * * * * /opt/a '&' \\& \"&\"",
+    "* * * * * /opt/a # &",
+    "* * * * * echo $(/opt/a &)",  # inside a word: sh waits for the substitution
+    "* * * * * /opt/a |& logger",
+]
+
+
+@pytest.mark.parametrize("line", DAEMON_LINES)
+def test_wrap_leaves_daemon_starters_byte_for_byte(line):
+    text = f"MAILTO=x\n{line}\r\n"
+    assert wrap(text) == text
+    assert wrap(text, extra_args=("--timeout", "5m")) == text
+
+
+@pytest.mark.parametrize("line", NOT_DAEMONS)
+def test_and_and_redirections_and_quoted_ampersands_are_no_background(line):
+    wrapped = wrap(line)
+    assert wrapped.startswith("* * * * * cronwrap run -n ")
+    assert unwrap(wrapped) == line
+    assert "W011" not in codes(lint_text(wrapped))
+
+
+def test_and_greater_is_a_redirection_only_under_bash_and_zsh():
+    line = "* * * * * /opt/a &> /dev/null"
+    for shell, wrapped in (("/bin/bash", True), ("/usr/bin/zsh", True), ("/bin/sh", False),
+                           ("/bin/dash", False)):
+        text = f"SHELL={shell}\n{line}"
+        assert (wrap(text) != text) == wrapped, shell
+    assert wrap("* * * * * bash -c '/opt/a &> /dev/null'") != "* * * * * bash -c '/opt/a &> /dev/null'"
+
+
+@pytest.mark.parametrize("line", DAEMON_LINES)
+def test_with_leave_orphans_daemon_starters_are_wrapped_and_round_trip(line):
+    wrapped = wrap(line, extra_args=("--leave-orphans",))
+    assert "cronwrap run -n " in wrapped and "--leave-orphans --" in wrapped
+    assert unwrap(wrapped) == line
+    assert "W011" not in codes(lint_text(wrapped))
+    text = f"CRONWRAP_LEAVE_ORPHANS=yes\n{line}"
+    assert wrap(text) != text and unwrap(wrap(text)) == text
+
+
+@pytest.mark.parametrize("line", DAEMON_LINES)
+def test_lint_warns_about_a_daemon_starter_under_cronwrap_run(line):
+    wrapped = wrap(line, extra_args=("--leave-orphans",)).replace(" --leave-orphans", "")
+    finding = only(lint_text(wrapped), "W011")
+    assert finding.severity == "warning" and finding.line == 1
+    assert finding.column == jobs(wrapped)[0].command_start + 1
+    assert "--leave-orphans" in finding.message and "unwrap" in finding.fix
+    assert "--leave-orphans" in finding.fix
+    assert "W011" not in codes(lint_text(line))  # not wrapped: nothing ends the daemon
+    assert "W011" not in codes(lint_text("CRONWRAP_LEAVE_ORPHANS=1\n" + wrapped))
+
+
+@pytest.mark.parametrize(("line", "what"), [
+    ("@reboot /usr/local/bin/cronwrap run -n agent -- /opt/agent/start-agent", "an @reboot line"),
+    ("* * * * * cronwrap run -n a /opt/a &", "backgrounds a process (&)"),
+    ("* * * * * cronwrap run -n a -- /bin/bash -c '/opt/a & wait' >> log 2>&1", "(&)"),
+    ("* * * * * 'cronwrap' run -n a -- /opt/a & /opt/b", "(&)"),
+])
+def test_lint_reads_hand_written_cronwrap_lines(line, what):
+    assert what in only(lint_text(line), "W011").message
+
+
+@pytest.mark.parametrize("line", [
+    "@reboot cronwrap run -n a --leave-orphans -- /opt/a",
+    "@reboot cronwrap run --leave-orphans -n a /opt/a",
+    "* * * * * cronwrap run -n a -- /opt/a && /opt/b",
+    "* * * * * cronwrap status &",  # not cronwrap run
+    "@reboot /opt/cronwrap-like run -n a -- /opt/a",
+])
+def test_lint_leaves_safe_cronwrap_lines_alone(line):
+    assert "W011" not in codes(lint_text(line))
+
+
+# --------------------------------------------------------------------------------------------
 # properties
 
 COMMAND_CHARS = "ab/ .'\"\\%$()&|;<>#`{}=\t12-~*é"
@@ -511,3 +607,13 @@ def test_wrap_and_unwrap_never_raise(text, system):
     wrapped = wrap(text, system=system)
     assert isinstance(unwrap(wrapped), str)
     assert isinstance(unwrap(text), str)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text() | st.lists(st.sampled_from(FRAGMENTS + ["&", " & ", "&&", "@reboot "]),
+                                 max_size=30).map("".join))
+def test_wrap_never_writes_a_line_lint_warns_w011_about(text):
+    wrapped = wrap(text)
+    changed = {n for n, (a, b) in enumerate(zip(text.split("\n"), wrapped.split("\n")), 1)
+               if a != b}
+    assert not changed & {f.line for f in lint_text(wrapped) if f.code == "W011"}
