@@ -749,11 +749,11 @@ def wrap(
     return "\n".join(lines)
 
 
-def _starts_daemon(job: Job, command: str, env: Mapping[str, str]) -> bool:
-    """An ``@reboot`` line, or ``command`` (the line's, or the one cronwrap runs) backgrounds
-    something: what it starts is meant to outlive it."""
+def _starts_daemon(reboot: bool, command: str, env: Mapping[str, str]) -> bool:
+    """``command`` (the line's, or the one cronwrap runs) runs at boot (``reboot``) or
+    backgrounds something: what it starts is meant to outlive it."""
     shell = _basename(env.get("SHELL") or _DEFAULT_SHELL)
-    return job.is_reboot or _backgrounds(split_percent(command)[0], shell)
+    return reboot or _backgrounds(split_percent(command)[0], shell)
 
 
 def _leaves_orphans(run_options: Iterable[str], env: Mapping[str, str]) -> bool:
@@ -764,7 +764,8 @@ def _leaves_orphans(run_options: Iterable[str], env: Mapping[str, str]) -> bool:
 
 def _ends_its_daemon(job: Job, extra_args: Sequence[str], env: Mapping[str, str]) -> bool:
     """Wrapping ``job`` would have cronwrap end the daemon it starts as a leftover."""
-    return _starts_daemon(job, job.command, env) and not _leaves_orphans(extra_args, env)
+    return _starts_daemon(job.is_reboot, job.command, env) and \
+        not _leaves_orphans(extra_args, env)
 
 
 def unwrap(text: str, *, system: bool | None = None) -> str:
@@ -1310,9 +1311,15 @@ def _check_orphans(facts: _Facts, state: _LintState) -> Iterable[Finding]:
             _leaves_orphans(options, facts.env):
         return
     command = facts.cmd if body_start is None else facts.cmd[body_start:]
-    if not _starts_daemon(facts.job, command, facts.env):
+    # An @reboot line with a --schedule catches up that schedule's slot after the host was
+    # off (README, "Hosts that were off"): a job that ends, not a daemon starter.
+    scheduled = "CRONWRAP_SCHEDULE" in facts.env or any(
+        option == "--schedule" or option.startswith("--schedule=") for option in options)
+    reboot = facts.job.is_reboot and not scheduled
+    if not _starts_daemon(reboot, command, facts.env):
         return
-    what = "an @reboot line" if facts.job.is_reboot else "a command that backgrounds a process (&)"
+    what = "an @reboot line without --schedule" if reboot else \
+        "a command that backgrounds a process (&)"
     yield Finding(facts.job.number, facts.job.command_start + 1, "warning", "W011",
                   f"{what} under cronwrap run without --leave-orphans: cronwrap ends what the "
                   "command leaves running when it exits, so a daemon it starts is killed "

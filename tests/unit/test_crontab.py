@@ -546,7 +546,9 @@ def test_lint_warns_about_a_daemon_starter_under_cronwrap_run(line):
 
 
 @pytest.mark.parametrize(("line", "what"), [
-    ("@reboot /usr/local/bin/cronwrap run -n agent -- /opt/agent/start-agent", "an @reboot line"),
+    ("@reboot /usr/local/bin/cronwrap run -n agent -- /opt/agent/start-agent",
+     "an @reboot line without --schedule"),
+    ("@reboot cronwrap run -n a --schedule '@daily' -- /opt/a &", "(&)"),
     ("* * * * * cronwrap run -n a /opt/a &", "backgrounds a process (&)"),
     ("* * * * * cronwrap run -n a -- /bin/bash -c '/opt/a & wait' >> log 2>&1", "(&)"),
     ("* * * * * 'cronwrap' run -n a -- /opt/a & /opt/b", "(&)"),
@@ -557,6 +559,11 @@ def test_lint_reads_hand_written_cronwrap_lines(line, what):
 
 @pytest.mark.parametrize("line", [
     "@reboot cronwrap run -n a --leave-orphans -- /opt/a",
+    # the README's catch-up line for a host that was off: a job of its own, not a daemon
+    "@reboot /usr/local/bin/cronwrap run -n settle --schedule '30 1 * * *' --tz Asia/Shanghai "
+    "--catchup latest --catchup-window 6h -- /usr/local/bin/settle.sh",
+    "@reboot cronwrap run -n a --schedule='@daily' -- /opt/a",
+    "CRONWRAP_SCHEDULE=@daily\n@reboot cronwrap run -n a -- /opt/a",
     "@reboot cronwrap run --leave-orphans -n a /opt/a",
     "* * * * * cronwrap run -n a -- /opt/a && /opt/b",
     "* * * * * cronwrap status &",  # not cronwrap run
