@@ -45,7 +45,7 @@ def main() -> int:
             is_gone=lambda p, s: not procs.is_alive(p, s)))
         t2 = time.perf_counter()
         if claim.run is not None:
-            ledger.finish(claim.run.run_id, claim.run.fence, Finish(
+            ledger.finish(claim.run, Finish(
                 status="succeeded", duration_ms=1, exit_code=0, signal=None, timed_out=False,
                 error_tail=None, log_path=None))
         ledger.close()

@@ -49,7 +49,8 @@ def _name(name: str) -> str:
     return job_name(name, "NAME")
 
 
-def _ledger(db: Optional[str]):
+def _ledger(db: Optional[str], read_only: bool = False):
+    """read_only: status, history and logs read a ledger on a read-only or full disk."""
     from cronwrap.paths import resolve_dirs
     from cronwrap.runner import open_ledger
     from cronwrap.spec import ledger_url
@@ -61,7 +62,7 @@ def _ledger(db: Optional[str]):
         url, label = _config_db()
     if url:
         url = ledger_url(url, label)
-    return open_ledger(url, resolve_dirs(os.environ))
+    return open_ledger(url, resolve_dirs(os.environ), read_only=read_only)
 
 
 def _config():
@@ -149,7 +150,7 @@ def _status(names, since, as_json, output_format, textfile, check, max_age, warn
                                                                (warn_duration, "--warn-duration"))]
     names = [_name(n) for n in names or []]
     now = _now()
-    ledger = _ledger(db)
+    ledger = _ledger(db, read_only=True)
     try:
         since_at = report.since_of(now, _since(since))
         if names and len(names) == 1 and output_format == "table" and not (as_json or check or textfile):
@@ -192,7 +193,7 @@ def history(
 
     name = _name(name)
     now = _now()
-    ledger = _ledger(db)
+    ledger = _ledger(db, read_only=True)
     try:
         runs = ledger.runs(name, limit)
     finally:
@@ -218,7 +219,7 @@ def logs(
 
     name = _name(name)
     log_dirs = _log_dirs(name)
-    ledger = _ledger(db)
+    ledger = _ledger(db, read_only=True)
     try:
         return logview.show(ledger, name, run_id, follow, log_dirs,
                             escape=not raw and sys.stdout.isatty())

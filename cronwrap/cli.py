@@ -19,6 +19,7 @@ RUN_USAGE = "usage: cronwrap run [OPTIONS] [--] COMMAND [ARG…]"
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    open_stdio()
     try:
         if args[:1] == ["run"]:
             return run_command(args[1:])
@@ -37,14 +38,43 @@ def main(argv: list[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
-        sys.stderr.write(f"cronwrap: internal error: {type(exc).__name__}: {exc} "
-                         "(set CRONWRAP_DEBUG=1 for the traceback)\n")
+        warn(f"internal error: {type(exc).__name__}: {exc} (set CRONWRAP_DEBUG=1 for the "
+             "traceback)")
         return EXIT_CRONWRAP
 
 
 def fail(exc: CronwrapError) -> int:
-    sys.stderr.write(f"cronwrap: {exc}\n")
+    warn(str(exc))
     return exc.exit_code
+
+
+def warn(message: str) -> None:
+    """One line on stderr, whatever the message holds (a newline from a file or a name
+    would forge a second line), never blocking on a stalled reader."""
+    from cronwrap.stdio import warn as write
+
+    write(one_line(message))
+
+
+def one_line(text: str) -> str:
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def open_stdio() -> None:
+    """Descriptors 0-2 closed by the caller (``2>&-``) are opened on /dev/null: otherwise the
+    first file cronwrap opens (a lock file, the ledger) would become its stdout, and the job's
+    output would be written into it. The job then sees what it would have written to fail."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)  # the lowest free descriptor: this one
+    for name, fd, mode in (("stdin", 0, "r"), ("stdout", 1, "w"), ("stderr", 2, "w")):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, mode, encoding="utf-8", errors="backslashreplace",
+                                    closefd=False))
 
 
 def run_command(args: list[str]) -> int:
@@ -54,15 +84,20 @@ def run_command(args: list[str]) -> int:
     if given is None:
         return 0  # --help was printed
     values, labels = with_config(given, command)
-    spec = build_spec(command, values, os.environ, lambda: os.uname().nodename, labels)
+    spec = build_spec(command, values, os.environ, lambda: os.uname().nodename, labels, warn)
     from cronwrap import runner
 
     status = runner.run(spec, dict(os.environ))
     # Leave without interpreter teardown: nothing is left to clean, and closing the SQLite
     # connection would checkpoint the WAL (two fsyncs, ~15 ms) on every cron firing; the next
-    # connection, or SQLite's auto-checkpoint, takes care of the WAL.
-    sys.stdout.flush()
-    sys.stderr.flush()
+    # connection, or SQLite's auto-checkpoint, takes care of the WAL. Nothing of the run's
+    # is buffered in sys.stdout/stderr (stdio.py writes unbuffered): the job's status stands
+    # whatever a flush would meet (a full disk, a closed pipe).
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
     os._exit(status)
 
 

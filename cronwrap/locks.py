@@ -1,17 +1,24 @@
-"""Overlap locks: a kernel ``flock`` (default) or a PID file, both on a private lock file.
+"""Overlap locks: a kernel ``flock`` (default) or a PID lock, on a lock file cronwrap only locks.
 
-The lock file holds ``WRAPPER_PID WRAPPER_START JOB_PID JOB_START`` so that ``--overlap
-replace`` and ``status`` can name the holder, and a PID lock can tell a live holder from a
-stale one (dead PID, or a PID now used by another process: start time differs).
+A lock file is never written: it may be the job's own script (the ``flock -n "$0"`` habit) or
+any file an operator names with ``--lock-file``, and flock(1) never writes its file either.
+It is opened read-only, without following a symlink, and refused when it is not a regular file
+or has other hard links (another name of it could be anything).
 
-flock choice: the descriptor is handed to the job (as ``flock(1)`` does), so even a SIGKILL of
-the wrapper cannot leave the job running unlocked: the kernel releases the lock only when the
-last process of the job's tree holding it is gone. PR_SET_PDEATHSIG was rejected because it
-reaches only the direct child: grandchildren would keep running without the lock.
+Who holds the lock is kept apart, in cronwrap's own holder file in its private lock directory
+(``HOLDERS/DEV-INODE``, one per lock file): ``WRAPPER_PID WRAPPER_START JOB_PID JOB_START BOOT_ID
+PID_NS``, so that ``--overlap replace`` can name the holder and a PID lock can tell a live
+holder from a stale one (dead PID, a PID now used by another process, an earlier boot).
+
+flock: the descriptor is handed to the job (as ``flock(1)`` does), so the kernel releases the
+lock only when the last process of the job's tree holding it is gone, even after a SIGKILL of
+the wrapper (whose job then gets the timeout signal from the wrapper's sentinel, supervise.py).
+pid: the holder file is the lock; it is checked and written under a brief flock of the lock file.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import signal
@@ -20,40 +27,96 @@ from pathlib import Path
 
 from cronwrap import procs
 from cronwrap.errors import LockError
-from cronwrap.paths import open_private
+from cronwrap.paths import ensure_private_dir, open_private
 from cronwrap.record import Record
 
 POLL = 0.05
+HOLDERS = "holders"
 
 
 class Holder(Record):
-    """Who holds a lock: the wrapper and its job, each by PID and start time."""
+    """Who holds a lock: the wrapper and its job, each by PID and start time, and where those
+    PIDs mean something (boot ID, PID namespace; "" / 0 when unknown)."""
 
-    __slots__ = ("pid", "start", "job_pid", "job_start")
+    __slots__ = ("pid", "start", "job_pid", "job_start", "boot_id", "pid_ns")
+    _defaults = dict(boot_id="", pid_ns=0)
 
-    def alive(self) -> bool:
+    def alive(self, here: procs.Runner | None = None) -> bool:
+        """A holder of another boot is gone; one whose PIDs cannot be checked from here
+        (another PID namespace) counts as alive: only its own runner can tell."""
+        here = here or procs.Runner("")
+        if self.boot_id and here.boot_id and self.boot_id != here.boot_id:
+            return False
+        if not here.same_namespace(self.boot_id, self.pid_ns):
+            return True
         return procs.is_alive(self.pid, self.start) or procs.is_alive(self.job_pid, self.job_start)
 
+    def line(self) -> str:
+        return f"{self.pid} {self.start} {self.job_pid} {self.job_start} {self.boot_id} {self.pid_ns}\n"
 
-def _read_holder(fd: int) -> Holder | None:
-    raw = os.pread(fd, 200, 0).split()
-    try:
-        values = [int(x) for x in raw[:4]]
-    except ValueError:
-        return None
-    return Holder(*values) if len(values) == 4 else None
+    @classmethod
+    def parse(cls, text: str) -> Holder | None:
+        words = text.split()
+        if len(words) != 6 or not all(w.isascii() and w.isdigit() for w in words[:4] + words[5:]):
+            return None
+        return cls(*(int(w) for w in words[:4]), boot_id=words[4], pid_ns=int(words[5]))
 
 
-def _write_holder(fd: int, job_pid: int = 0, job_start: int = 0) -> bool:
-    """Name the holder in the lock file; False when the disk refused (full, read-only)."""
+class HolderFile:
+    """cronwrap's own record of a lock's holder, written whole (temp file + rename)."""
+
+    def __init__(self, lock_dir: Path, lock_fd: int) -> None:
+        info = os.fstat(lock_fd)
+        self.dir = lock_dir / HOLDERS
+        self.path = self.dir / f"{info.st_dev}-{info.st_ino}"
+
+    def read(self) -> Holder | None:
+        try:
+            fd = open_private(self.path, os.O_RDONLY)
+        except Exception:  # missing, or not ours: no holder is known
+            return None
+        try:
+            return Holder.parse(os.read(fd, 512).decode("ascii", "replace"))
+        finally:
+            os.close(fd)
+
+    def write(self, holder: Holder) -> bool:
+        """False when the disk refused (full, read-only)."""
+        temp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        try:
+            ensure_private_dir(self.dir)
+            fd = open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            try:
+                data = holder.line().encode()
+                if os.write(fd, data) != len(data):
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            finally:
+                os.close(fd)
+            os.replace(temp, self.path)
+        except Exception:  # OSError, PathError: the record is lost, never the run
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
+            return False
+        return True
+
+    def remove(self) -> None:
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+def _me(job_pid: int = 0, job_start: int = 0, here: procs.Runner | None = None) -> Holder:
     pid, start = procs.self_identity()
-    data = f"{pid} {start} {job_pid} {job_start}\n".encode()
-    try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, data, 0)
-    except OSError:
-        return False
-    return True
+    here = here or procs.Runner("")
+    return Holder(pid, start, job_pid, job_start, boot_id=here.boot_id, pid_ns=here.pid_ns)
+
+
+def open_lock_file(path: Path) -> int:
+    """The lock file, read-only: cronwrap can lock it and never change it."""
+    return open_private(path, os.O_RDONLY | os.O_CREAT, single_link=True)
 
 
 class FlockLock:
@@ -61,9 +124,11 @@ class FlockLock:
 
     kind = "flock"
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, lock_dir: Path) -> None:
         self.path = path
-        self.fd = open_private(path)
+        self.fd = open_lock_file(path)
+        self.record = HolderFile(lock_dir, self.fd)
+        self.here = procs.Runner("")
         self.stale: Holder | None = None
         self.unnamed = False
 
@@ -74,18 +139,18 @@ class FlockLock:
             return False
         # The kernel lock is what excludes; a holder record the disk refused only costs
         # --overlap replace its target.
-        self.unnamed = not _write_holder(self.fd)
+        self.unnamed = not self.record.write(_me(here=self.here))
         return True
 
     def holder(self) -> Holder | None:
-        return _read_holder(self.fd)
+        return self.record.read()
 
     @property
     def fd_for_job(self) -> int | None:
         return self.fd
 
     def set_job(self, job_pid: int, job_start: int) -> None:
-        _write_holder(self.fd, job_pid, job_start)
+        self.record.write(_me(job_pid, job_start, self.here))
 
     def release(self) -> None:
         if self.fd >= 0:
@@ -94,49 +159,51 @@ class FlockLock:
 
 
 class PidLock:
-    """A lock file naming its holder; checked and written under a brief flock for atomicity."""
+    """The holder record is the lock, checked and written under a brief flock for atomicity."""
 
     kind = "pid"
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, lock_dir: Path) -> None:
         self.path = path
-        self.fd = open_private(path)
+        self.fd = open_lock_file(path)
+        self.record = HolderFile(lock_dir, self.fd)
+        self.here = procs.Runner("")
         self.stale: Holder | None = None
         self.held = False
 
     def try_acquire(self) -> bool:
         fcntl.flock(self.fd, fcntl.LOCK_EX)
         try:
-            current = _read_holder(self.fd)
-            if current is not None and current.alive():
+            current = self.record.read()
+            if current is not None and current.alive(self.here):
                 return False
             self.stale = current
-            if not _write_holder(self.fd):  # for a PID lock the record is the lock
-                raise LockError(f"cannot write the lock file {self.path}: the disk is full or "
-                                "read-only; free space or use --lock flock")
+            if not self.record.write(_me(here=self.here)):  # for a PID lock the record is the lock
+                raise LockError(f"cannot write the lock record {self.record.path}: the disk is full "
+                                "or read-only; free space or use --lock flock")
             self.held = True
             return True
         finally:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
 
     def holder(self) -> Holder | None:
-        return _read_holder(self.fd)
+        return self.record.read()
 
     @property
     def fd_for_job(self) -> int | None:
         return None
 
     def set_job(self, job_pid: int, job_start: int) -> None:
-        _write_holder(self.fd, job_pid, job_start)
+        self.record.write(_me(job_pid, job_start, self.here))
 
     def release(self) -> None:
         if self.fd < 0:
             return
         if self.held:
             fcntl.flock(self.fd, fcntl.LOCK_EX)
-            current = _read_holder(self.fd)
+            current = self.record.read()
             if current is not None and current.pid == os.getpid():
-                os.ftruncate(self.fd, 0)
+                self.record.remove()
             fcntl.flock(self.fd, fcntl.LOCK_UN)
         os.close(self.fd)
         self.fd = -1
@@ -145,8 +212,9 @@ class PidLock:
 Lock = FlockLock | PidLock
 
 
-def open_lock(kind: str, path: Path) -> Lock:
-    return FlockLock(path) if kind == "flock" else PidLock(path)
+def open_lock(kind: str, path: Path, lock_dir: Path) -> Lock:
+    """``lock_dir``: cronwrap's private lock directory, where holder records are kept."""
+    return FlockLock(path, lock_dir) if kind == "flock" else PidLock(path, lock_dir)
 
 
 def acquire_waiting(lock: Lock, wait: float, monotonic=time.monotonic) -> bool:
@@ -162,10 +230,12 @@ def acquire_waiting(lock: Lock, wait: float, monotonic=time.monotonic) -> bool:
 def replace_holder(lock: Lock, sig: int, grace: float) -> bool:
     """End the running instance (its wrapper forwards ``sig`` to its tree), then take the lock.
 
-    After ``grace`` seconds the holder's wrapper and its job's process group get KILL.
+    After ``grace`` seconds the holder's wrapper and its job's process group get KILL. A
+    holder this host cannot check (another PID namespace) is waited for, never signalled.
     """
     holder = lock.holder()
-    if holder is not None and holder.alive():
+    if holder is not None and holder.alive(lock.here) and \
+            lock.here.same_namespace(holder.boot_id, holder.pid_ns):
         _signal(holder.pid, holder.start, sig)
         if acquire_waiting(lock, grace):
             return True

@@ -27,8 +27,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Iterable, Iterator
 
-from cronwrap import (__version__, catchup, config, errors, hooks, monitor, report, retry,
-                      runlog, runner, schedule, spec, supervise)
+from cronwrap import (__version__, catchup, config, errors, hooks, locks, monitor, report,
+                      retry, runlog, runner, schedule, spec, stdio, supervise)
 from cronwrap.cli import RUN_USAGE
 from cronwrap.ledger import base
 from cronwrap.paths import resolve_dirs
@@ -142,7 +142,7 @@ def duration_text(seconds: float) -> str:
 def default_text(opt: spec.Option) -> str | None:
     if opt.is_flag or opt.default is None:
         return None
-    if opt.parse in (spec.duration, spec.positive_duration):
+    if opt.parse in (spec.duration, spec.positive_duration, spec.time_limit):
         return duration_text(opt.default)
     if opt.parse is spec.signal_number:
         return signal.Signals(opt.default).name.removeprefix("SIG")
@@ -228,7 +228,11 @@ def run_log_events() -> list[str]:
 
 
 def signal_names(numbers: Iterable[int]) -> str:
-    names = [signal.Signals(n).name.removeprefix("SIG") for n in numbers]
+    """TERM, INT and USR1; the real-time signals as one range (RTMIN to RTMAX)."""
+    realtime = range(signal.SIGRTMIN, signal.SIGRTMAX + 1)
+    names = [signal.Signals(n).name.removeprefix("SIG") for n in numbers if n not in realtime]
+    if any(n in realtime for n in numbers):
+        names.append("the real-time signals RTMIN to RTMAX")
     return ", ".join(names[:-1]) + " and " + names[-1]
 
 
@@ -292,7 +296,21 @@ DESCRIPTION: tuple[Block, ...] = (
     f"then KILL after `--kill-after`, or {ORPHAN_GRACE} when that is 0; the run log's `finish` "
     "event counts them (`orphans`). `--leave-orphans` leaves them running.",
     f"{signal_names(supervise.FORWARDED_SIGNALS)} sent to cronwrap are forwarded to the whole "
-    "job. A job that handles one and exits by itself returns its own status.",
+    "job, and cronwrap goes on supervising it: every signal that would otherwise end the "
+    "wrapper and leave its job running without a timeout. A job that handles one and exits "
+    f"by itself returns its own status. {signal_names(supervise.IGNORED_SIGNALS)} are ignored "
+    "while the job runs: job control must not stop the wrapper of a job that runs on.",
+    "The job's output reaches cronwrap's own standard output and error without ever blocking "
+    "the wrapper: a reader slower than the job makes the job wait on its writes, as it would "
+    "without cronwrap, while timeouts, signals and the lease go on. Once the job has ended, "
+    f"output that a stalled reader does not take for {duration_text(stdio.FLUSH_STALL)} "
+    f"({duration_text(stdio.FLUSH_STALL_STOPPED)} after a timeout or a forwarded signal) is "
+    "dropped and counted (`output_dropped` in the `finish` event); the captured copy keeps "
+    "it. When the reader goes away (`| head -1`), the job's pipe is closed, so its next write "
+    "fails with SIGPIPE as it would without cronwrap. Any other write error (a full disk, "
+    "`> /dev/full`) ends the passing on of that stream and nothing else "
+    "(`passthrough_error`). Standard input, output or error closed by the caller (`2>&-`) "
+    "are opened on /dev/null.",
     "When nothing runs (the job is running, or its slot already ran), cronwrap says why on "
     "standard error only when that is a terminal: from cron, the message would only make mail. "
     "The run log always records a `skip` event. Two messages are always written: the duplicate "
@@ -305,8 +323,12 @@ DESCRIPTION: tuple[Block, ...] = (
 )
 
 RUN_OPTIONS_INTRO: tuple[Block, ...] = (
-    "*DURATION* is a number of seconds, fractions allowed, with an optional suffix `s`, `m`, "
-    "`h` or `d` (`30`, `1.5m`, `2h`, `1d`; compound forms such as `1h30m` too); `0` means none. "
+    "*DURATION* is a number of seconds, fractions and exponents allowed, with an optional "
+    "suffix `s`, `m`, `h` or `d` (`30`, `1.5m`, `2h`, `1d`, `1e-3`, `2.5e2m`; compound forms "
+    "such as `1h30m` too); `0` means none, and a positive value never rounds down to it. A "
+    "duration over ten years (`4000d`, `1e400`, `inf`) is refused, except by `--timeout`, "
+    "`--kill-after` and `--wait-timeout`, which then run without that limit, as GNU timeout "
+    "does, and say so once on standard error. "
     "Every option can also be set in the environment, in the variable named with it, and in "
     "the configuration file (see cronwrap.toml(5)); the command line wins. An invalid value is "
     f"a one-line error and exit status {errors.EXIT_CRONWRAP} before anything runs.",
@@ -340,7 +362,17 @@ COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
     "logs": (
         "The captured output of the run (standard output and error as they came, bounded as "
         "described under FILES); the newest run that is not a skip by default. `--follow` "
-        "keeps printing until the run ends.",
+        "keeps printing until the run ends, or until it is abandoned (its runner died and its "
+        "lease expired), which it then says on standard error.",
+        "The output is read only from the log directories configured on this host "
+        "(`CRONWRAP_LOG_DIR`, `log-dir` in the configuration file's `[jobs.`*NAME*`]` or "
+        "`[defaults]`, and the default *LOGS*), as *NAME*`/`*RUN_ID*`.`*ATTEMPT*`.log`: never "
+        "the path a ledger row names, never through a symlink, and only a regular file. For a "
+        "job run with `--log-dir` *DIR* on its crontab line, use `CRONWRAP_LOG_DIR=`*DIR*.",
+        "Bytes are copied as they are when standard output is a pipe or a file. On a terminal, "
+        "control characters other than newline, tab and CRLF are shown as escapes such as "
+        "`\\x1b`, so a job's output cannot retitle or clear the terminal; `--raw` prints them "
+        "as they are. `status`, `history`, `status --check` and `unlock` always escape them.",
     ),
     "unlock": (
         "The rows become `abandoned`, and the next claim of their slot takes them over (see "
@@ -364,9 +396,13 @@ COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
         "command that needs a shell (pipes, `&&`, `$(...)`, globs) becomes *SHELL* `-c` "
         "*'COMMAND'*, with the crontab's SHELL (default /bin/sh); redirections at the end of "
         "the line stay outside, applied by cron to cronwrap. Environment lines, comments, "
-        "blank lines and `%` handling are kept byte for byte; `@reboot` lines are wrapped "
-        "without `--schedule`; lines already wrapped are left alone, so wrapping twice changes "
-        "nothing. `--unwrap` restores the lines `wrap` wrote to their original text exactly.",
+        "blank lines and `%` handling are kept byte for byte. Daemon starters are left alone, "
+        "byte for byte: `@reboot` lines and commands that start something in the background "
+        "(`&`; `&&` and `>&2` do not count), since cronwrap ends what a job leaves running "
+        "when its command exits and would kill the daemon within seconds; with "
+        "`--leave-orphans` after `--` (or `CRONWRAP_LEAVE_ORPHANS=1` above the line) they are "
+        "wrapped too, `@reboot` lines without `--schedule`. Lines already wrapped are left "
+        "alone, so wrapping twice changes nothing. `--unwrap` restores the lines `wrap` wrote to their original text exactly.",
     ),
     "lint": (
         "One line per finding: *FILE*`:`*LINE*`:`*COLUMN*`:` *SEVERITY*`:` *CODE* *message* "
@@ -408,6 +444,9 @@ LINT_CODES = {
     "W009": "`TZ` set without `CRON_TZ`: cron schedules in the system zone while cronwrap "
             "would read `--schedule` in `TZ`.",
     "W010": "The last line has no newline at the end (some crons ignore it).",
+    "W011": "An `@reboot` line without `--schedule`, or a command that backgrounds something "
+            "(`&`), under `cronwrap run` without `--leave-orphans`: the daemon it starts is "
+            "ended as a leftover when the command exits.",
     "I001": "A day field starting with `*` makes cron require both day fields to match (AND).",
     "I002": "`CRON_TZ` differs from the system zone: what the times are on this host's clock.",
 }
@@ -682,36 +721,52 @@ FILES_ENTRIES: tuple[Block, ...] = (
      "invocation on this host to deliver them (see LEDGER). An entry names its ledger by a "
      "hash of the URL, never the URL itself."),
     (placeholders("LOCKS/NAME.lock"),
-     "The job's lock file (see LOCKING). It stays when the lock is released: removing a flock "
-     "file races with a new holder."),
+     "The job's lock file (see LOCKING), only ever locked, never written. It stays when the "
+     "lock is released: removing a flock file races with a new holder."),
+    (placeholders(f"LOCKS/{locks.HOLDERS}/DEV-INODE"),
+     "Who holds a lock file (device and inode of the file): the PID and start time of the "
+     "wrapper and of the job, the boot ID and the PID namespace. cronwrap's own record, "
+     "rewritten whole by each holder."),
     "Directories cronwrap creates are mode 0700 and must belong to the user running it and not "
-    "be writable by group or others; files are created 0600 and opened with O_NOFOLLOW, and a "
-    "symlink, a file owned by another user or a world-writable file is refused. The parent of "
-    "an explicit `--lock-file` or `sqlite:///` path may be shared only if it is sticky, like "
-    "/tmp.",
+    "be writable by group or others; files are created 0600 and opened with O_NOFOLLOW and "
+    "O_NONBLOCK, and a symlink, a file owned by another user, a world-writable file or "
+    "anything but a regular file (a FIFO, which would block the wrapper) is refused. The "
+    "parent of an explicit `--lock-file` or `sqlite:///` path may be shared only if it is "
+    "sticky, like /tmp. `status`, `history` and `logs` open the SQLite ledger read-only, so "
+    "they work on a full or read-only file system. An outbox entry that cannot be read back "
+    "as a result is moved to *STATE*`/outbox/bad/`, said once, and never stops a job.",
 )
 
 LOCKING: tuple[Block, ...] = (
     "Before it claims its slot, `cronwrap run` takes a local lock on *LOCKS*`/`*NAME*`.lock` "
     "(or `--lock-file`), so two firings of a job on one host never both run it. The lock file "
-    "names its holder: the PID of the wrapper and of the job's main process, each with its "
-    "start time, so that a PID reused by another process is never taken for the holder. "
+    "is opened read-only and only ever locked: cronwrap never writes or truncates it, so it "
+    "may be the job's own script (the `flock -n \"$0\"` habit) or any file; one with other "
+    "hard links, or that is not a regular file, is refused. Who holds it is kept in "
+    "cronwrap's own record, " + placeholders(f"LOCKS/{locks.HOLDERS}/") + ": the PID of the "
+    "wrapper and of the job's main process, each with its start time (so that a PID reused by "
+    "another process is never taken for the holder), the boot ID and the PID namespace. "
     "`--lock none` and `--overlap allow` take no local lock.",
     ("`--lock flock` (the default)",
      "A kernel lock (flock(2)), held for as long as any process of the job lives. cronwrap "
      "hands the locked descriptor to the job, as flock(1) does, and the kernel releases the "
-     "lock only when the last process holding it is gone: even a SIGKILL of the wrapper cannot "
-     "leave the job running unlocked, because the job keeps the lock and the next firing skips "
-     "until it ends. The alternative, PR_SET_PDEATHSIG (the job dies with its wrapper), was "
-     "rejected because it reaches only the direct child: grandchildren would keep running "
-     "without the lock. Descendants left running with `--leave-orphans` keep the lock until "
-     "they exit or close the descriptor."),
+     "lock only when the last process holding it is gone. If the wrapper itself is killed "
+     "(SIGKILL, the OOM killer), its sentinel, a small process that watches it, sends "
+     "`--signal` and CONT to every process of the job's session, and KILL to what is left "
+     f"after `--kill-after` ({ORPHAN_GRACE} when that is 0): a job never outlives a wrapper "
+     "that can no longer enforce its timeout or renew its lease (GNU timeout uses "
+     "PR_SET_PDEATHSIG, which reaches only the direct child). Until then the survivors keep "
+     "the inherited descriptor, so the next firing skips. The job's standard output and error "
+     "have no reader any more: its next write there fails (SIGPIPE). Descendants left "
+     "running with `--leave-orphans` keep the lock until they exit or close the descriptor."),
     ("`--lock pid`",
-     "The lock file itself is the lock, read and written under a brief flock so that two "
-     "firings never both take it. Its holder is alive while the wrapper or the job's main "
-     "process lives with the recorded start time. A lock whose processes are dead, or whose "
-     "PID now belongs to another process (the start time differs), is stale: it is taken over "
-     "and a `stale_lock` event is logged. The descriptor is not handed to the job."),
+     "The holder record is the lock, read and written under a brief flock of the lock file so "
+     "that two firings never both take it. Its holder is alive while the wrapper or the job's "
+     "main process lives with the recorded start time. A lock whose processes are dead, whose "
+     "PID now belongs to another process (the start time differs), or that was taken before "
+     "the last boot, is stale: it is taken over and a `stale_lock` event is logged. A holder "
+     "in another PID namespace cannot be checked from here and is treated as alive. The "
+     "descriptor is not handed to the job."),
     ("`--lock none`", "No local lock: only the ledger keeps firings apart."),
     "While another run of the job is live, `--overlap` decides:",
     ("`skip` (the default)",
@@ -719,8 +774,8 @@ LOCKING: tuple[Block, ...] = (
      "`duplicate` instead) and exits with `--skip-exit-code`."),
     ("`wait`",
      "The firing waits for the lock, and for live runs of the job in the ledger, up to "
-     "`--wait-timeout` (0: forever), then claims its slot; when it gives up it skips as "
-     "above. A firing of the same slot as the run it waited for finds that slot done and "
+     "`--wait-timeout` (0: forever, unlike `flock -w 0`, which does not wait: that is "
+     "`--overlap skip`), then claims its slot; when it gives up it skips as above. A firing of the same slot as the run it waited for finds that slot done and "
      "skips as a `duplicate`."),
     ("`replace`",
      "The firing sends `--signal` to the wrapper that holds the lock on this host, which "
@@ -731,7 +786,8 @@ LOCKING: tuple[Block, ...] = (
     ("`allow`",
      "No local lock and no overlap check. Each firing still needs its own slot, so a second "
      "firing of the same slot is a `duplicate`."),
-    "`--jitter` sleeps before the lock is taken; the firing's slot is the one it fired for.",
+    "`--jitter` sleeps before the ledger is opened and the lock taken (a sleeping firing holds "
+    "no connection); the firing's slot is the one it fired for.",
 )
 
 LEDGER: tuple[Block, ...] = (
@@ -747,8 +803,12 @@ LEDGER: tuple[Block, ...] = (
     "takes it "
     "if it is new or claimable, with `locked_until` = now + `--lease` by the database's clock, "
     "attempt + 1 and the job's next fence value. The wrapper renews the lease every lease/3 "
-    "while the job runs. Every later update of the row carries the claim's fence, so a "
-    "wrapper whose slot was taken over cannot overwrite its new runner's record.",
+    "while the job runs. Every later update of the row (renewal, finish, outbox delivery) "
+    "must match the claim: its id, fence, job, run key and claimer (host, PID and start "
+    "time), so a wrapper whose slot was taken over, or whose ledger was recreated or "
+    "restored under it, cannot touch another run's record. A connection the server ended "
+    "before the claim (idle_session_timeout, a restart) is opened again once and the read "
+    "retried.",
     "A run's status is one of:",
     ("`running`", f"Claimed; the job is running and its wrapper renews the run's lease "
                   f"(`--lease`, default {LEASE}) every lease/3."),
@@ -764,9 +824,11 @@ LEDGER: tuple[Block, ...] = (
                   "missed slot older than `--catchup-window`. The slot stays claimable."),
     ("`missed`", "A slot of `--schedule` that never ran (see CATCH-UP). Claimable."),
     ("`abandoned`", "Shown, never stored: a `running` row whose lease has expired because its "
-                    "wrapper is gone. It is claimable again; a firing on the same host claims "
-                    "at once a row whose wrapper process is gone (PID and start time no longer "
-                    "match), without waiting for the lease. `cronwrap unlock` *NAME* expires "
+                    "wrapper is gone. It is claimable again. A firing of the same runner (same "
+                    "host name, boot ID and PID namespace) claims at once a row whose wrapper "
+                    "process is gone (PID and start time no longer match), without waiting for "
+                    "the lease; any other firing, such as a container that shares the host "
+                    "name, waits for the lease to expire. `cronwrap unlock` *NAME* expires "
                     "the leases of a job's running rows, for an operator who knows the holder "
                     "is dead."),
     "Takeover: the next claim of an abandoned slot, from any host, takes it with attempt + 1 "
@@ -779,8 +841,10 @@ LEDGER: tuple[Block, ...] = (
     "Once the job has run, a failure to record its end never changes cronwrap's exit status: "
     f"the record is tried {runner.FINISH_RETRIES} times, then spooled to *STATE*`/outbox/`, "
     "and every later invocation on this host delivers what waits there before it claims "
-    "anything (a `spooled` and an `outbox_delivered` event). The delivery carries the claim's "
-    "fence like any update, so a slot taken over in the meantime keeps its new runner's record.",
+    "anything (a `spooled` and an `outbox_delivered` event). The delivery must match the claim "
+    "like any update, so a slot taken over in the meantime keeps its new runner's record. A "
+    "result that can be neither recorded nor spooled (a full disk) is said on standard error "
+    "and in an `unrecorded` event; the exit status is still the job's.",
     "A ledger that cannot be reached before the run is cronwrap's own failure (exit status "
     f"{errors.EXIT_CRONWRAP}, nothing runs) under `--on-db-error fail`, the default: no run "
     "without a claim. Under `--on-db-error run-unrecorded` the job runs under the local lock "
@@ -851,6 +915,8 @@ VALUE_SYNTAX = {
     spec.duration: "a duration (`\"30s\"`, `\"1.5m\"`, `\"2h\"`, `\"1d\"`, or a number of "
                    "seconds)",
     spec.positive_duration: "a duration of at least 1 s",
+    spec.time_limit: "a duration, as for `timeout`; 0, or one over ten years (`1e400`, "
+                     "`\"inf\"`), means none",
     spec.signal_number: "a signal name or number: `\"TERM\"`, `\"SIGINT\"`, `9`",
     spec.exit_code: "an exit status, 0 to 255 (a number, or a string holding one)",
     spec.path: "a string: an absolute path, or one starting with `~/`",

@@ -3,13 +3,19 @@
 Once a job has run, a failure to record its end never changes cronwrap's exit status (DESIGN
 §3 step 6). The result is written to ``STATE/outbox/`` as one JSON file per run, and every
 later invocation on this host delivers what is waiting before it claims anything. Delivery
-is conditioned on the claim's fence like any finish: a slot taken over by another host in
-the meantime keeps that host's record. Each entry names its ledger by a hash of the URL (never
-the URL: it may hold a password), so it is only ever delivered to the ledger it belongs to.
+is conditioned like any finish on the claim (id, fence, job, run key, claimer): a slot taken
+over in the meantime keeps its new runner's record. Each entry names its ledger by a hash of
+the URL (never the URL: it may hold a password), so it is only ever delivered to the ledger
+it belongs to.
+
+An entry that cannot be read back as a result (a torn write, another version's format, a
+file someone put there) must never stop the jobs of the host: it is moved aside to
+``outbox/bad/`` (kept for a person to look at), reported once, and the job runs.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -19,6 +25,10 @@ from cronwrap.ledger import base
 from cronwrap.ledger.base import Finish
 from cronwrap.paths import ensure_private_dir, open_private
 
+QUARANTINE = "bad"
+_OWNER = {"job": str, "run_id": int, "fence": int, "run_key": str, "host": str, "pid": int,
+          "pid_start": int}
+
 
 def ledger_id(url: str | None) -> str:
     import hashlib  # only when there is something to spool or deliver: not on every firing
@@ -27,19 +37,30 @@ def ledger_id(url: str | None) -> str:
 
 
 def spool(state_dir: Path, url: str | None, run: base.Run, result: Finish) -> Path:
-    """Write the result atomically (temp file + rename) and return its path."""
+    """Write the result atomically (temp file + rename) and return its path; on failure the
+    temp file is removed and the error raised."""
     box = ensure_private_dir(state_dir / "outbox")
     entry = {"ledger": ledger_id(url), "job": run.job, "run_id": run.run_id, "fence": run.fence,
-             "run_key": run.run_key, "finish": result.asdict()}
+             "run_key": run.run_key, "host": run.host, "pid": run.pid,
+             "pid_start": run.pid_start, "finish": result.asdict()}
     final = box / f"{ledger_id(url)}-{run.run_id}-{run.fence}.json"
     temp = final.with_suffix(".tmp")
-    fd = open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
-        os.write(fd, json.dumps(entry).encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temp, final)
+        fd = open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            data = json.dumps(entry).encode()
+            if os.write(fd, data) != len(data):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, final)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
     return final
 
 
@@ -47,7 +68,7 @@ def pending(state_dir: Path, url: str | None) -> list[Path]:
     box = state_dir / "outbox"
     try:
         names = os.listdir(box)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return []
     if not names:
         return []
@@ -55,20 +76,63 @@ def pending(state_dir: Path, url: str | None) -> list[Path]:
     return sorted(box / n for n in names if n.startswith(prefix) and n.endswith(".json"))
 
 
+def read_entry(path: Path) -> tuple[base.Run, Finish]:
+    """The claim and the result an entry holds; ValueError when it is not a valid entry."""
+    fd = open_private(path, os.O_RDONLY)  # no symlink, no FIFO, ours
+    try:
+        entry = json.loads(os.read(fd, 1 << 20))
+    finally:
+        os.close(fd)
+    if not isinstance(entry, dict) or not isinstance(entry.get("finish"), dict):
+        raise ValueError("not a result")
+    owner = {k: entry.get(k) for k in _OWNER}
+    for key, kind in _OWNER.items():
+        if type(owner[key]) is not kind:
+            raise ValueError(f"{key} missing or not {kind.__name__}")
+    try:
+        result = Finish(**entry["finish"])
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+    if not isinstance(result.status, str) or result.status not in base.FINAL_STATUSES:
+        raise ValueError("unknown status")
+    run = base.Run(run_id=owner["run_id"], job=owner["job"], run_key=owner["run_key"],
+                   scheduled_at=None, trigger="", status=base.RUNNING, fence=owner["fence"],
+                   host=owner["host"], pid=owner["pid"], pid_start=owner["pid_start"])
+    return run, result
+
+
 def deliver(state_dir: Path, url: str | None, ledger: base.Ledger, emit) -> int:
     """Deliver waiting results; each is removed once the ledger has answered for it."""
     delivered = 0
     for path in pending(state_dir, url):
         try:
-            entry = json.loads(path.read_text())
-        except (OSError, ValueError):
+            run, result = read_entry(path)
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
+            quarantine(path, exc, emit)
+            continue
+        except Exception as exc:  # PathError: a symlink or a file of another user
+            quarantine(path, exc, emit)
             continue
         try:
-            recorded = ledger.finish(entry["run_id"], entry["fence"], Finish(**entry["finish"]))
+            recorded = ledger.finish(run, result)
         except LedgerError:
             return delivered  # still unreachable: try again next time
-        emit("outbox_delivered", job=entry["job"], run_id=entry["run_id"],
-             run_key=entry["run_key"], status=entry["finish"]["status"], recorded=recorded)
+        emit("outbox_delivered", job=run.job, run_id=run.run_id, run_key=run.run_key,
+             status=result.status, recorded=recorded)
         path.unlink(missing_ok=True)
         delivered += 1
     return delivered
+
+
+def quarantine(path: Path, reason: Exception, emit) -> None:
+    """Move a bad entry to outbox/bad/ (kept, never deleted) and say so once."""
+    target = path.parent / QUARANTINE / path.name
+    try:
+        ensure_private_dir(target.parent)
+        os.replace(path, target)
+        where = f"moved to {target}"
+    except Exception:  # OSError, PathError: leave it, but never let it stop the job
+        where = "left in place (could not be moved)"
+    message = f"outbox entry {path.name} is not a result cronwrap can deliver ({reason}); {where}"
+    emit("outbox_quarantined", file=str(path), error=str(reason), moved_to=str(target))
+    os.write(2, f"cronwrap: {message}\n".encode(errors="replace"))

@@ -7,6 +7,7 @@ user can neither plant a symlink nor pre-create a file that cronwrap would then 
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from cronwrap.record import Record
@@ -108,24 +109,33 @@ def check_parent(path: Path) -> None:
         raise PathError(f"{path.parent} is world-writable without the sticky bit: choose another place")
 
 
-def open_private(path: Path, flags: int = os.O_RDWR | os.O_CREAT) -> int:
-    """Open (creating 0600) without following symlinks; refuse a file owned by another user.
-    O_TRUNC is applied only after those checks, so a refused file is never truncated."""
+def open_private(path: Path, flags: int = os.O_RDWR | os.O_CREAT, single_link: bool = False) -> int:
+    """Open (creating 0600) without following symlinks; refuse a file owned by another user,
+    a file that is not a regular file (a FIFO would block every later open), and with
+    ``single_link`` a file with other hard links (another name could be anything: a script,
+    the ledger). O_TRUNC is applied only after those checks, so a refused file is never
+    truncated. The open itself never blocks: O_NONBLOCK, which a regular file ignores."""
     truncate = bool(flags & os.O_TRUNC)
     try:
-        fd = os.open(path, (flags & ~os.O_TRUNC) | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+        fd = os.open(path, (flags & ~os.O_TRUNC) | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
+                     FILE_MODE)
     except OSError as exc:
-        if exc.errno == 40:  # ELOOP: the last component is a symlink
+        if exc.errno == errno.ELOOP:  # the last component is a symlink
             raise PathError(f"{path} is a symlink; cronwrap refuses to follow it") from exc
+        if exc.errno == errno.ENXIO:  # a FIFO with no reader, opened for writing
+            raise PathError(f"{path} is not a regular file (a FIFO): remove it") from exc
         raise PathError(f"cannot open {path}: {exc.strerror}") from exc
     info = os.fstat(fd)
     problem = None
     if info.st_uid != os.geteuid():
         problem = f"{path} belongs to uid {info.st_uid}, not to you: remove it or choose another path"
     elif not stat.S_ISREG(info.st_mode):
-        problem = f"{path} is not a regular file"
+        problem = f"{path} is not a regular file: remove it or choose another path"
     elif info.st_mode & stat.S_IWOTH:
         problem = f"{path} is world-writable: run chmod o-w {path}"
+    elif single_link and info.st_nlink > 1:
+        problem = (f"{path} has {info.st_nlink} hard links: cronwrap uses only a file with one "
+                   "name here (another name could be any file); choose another path")
     if problem:
         os.close(fd)
         raise PathError(problem)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from cronwrap.paths import ensure_private_dir, open_private
 from cronwrap.record import TYPE_CHECKING
+from cronwrap.stdio import warn
 
 if TYPE_CHECKING:
     from typing import Any
@@ -60,15 +61,16 @@ class EventLog:
             if os.fstat(self.fd).st_size > self.max_bytes:
                 self._rotate()
         except OSError as exc:
-            self._report(f"cannot write run log {self.path}: {exc.strerror}")
+            self.report(f"cannot write run log {self.path}: {exc.strerror}")
         except Exception as exc:  # PathError: an unsafe log path is reported, the job still runs
-            self._report(str(exc))
+            self.report(str(exc))
         return record
 
-    def _report(self, message: str) -> None:
+    def report(self, message: str) -> None:
+        """The run log cannot be written: said once on stderr, never raised."""
         if self.failed is None:
             self.failed = message
-            os.write(2, f"cronwrap: {message}\n".encode(errors="replace"))
+            warn(message)
 
     def _rotate(self) -> None:
         lock_fd = open_private(self.dir / ".rotate.lock")
@@ -117,11 +119,12 @@ def output_path(log_dir: Path, job: str, run_id: int | str, attempt: int) -> Pat
 
 
 class OutputCapture:
-    """Receives the job's output chunks: passes them through and keeps a bounded copy."""
+    """Receives the job's output chunks and keeps a bounded copy (passing them on to
+    cronwrap's own stdout/stderr is stdio.Passthrough's). A write the disk refuses ends the
+    capture, never the job: ``error`` says why."""
 
-    def __init__(self, file: Path | None, passthrough: bool) -> None:
+    def __init__(self, file: Path | None) -> None:
         self.file = file
-        self.passthrough = passthrough
         self.fd: int | None = None
         self.written = 0
         self.total = 0
@@ -135,33 +138,19 @@ class OutputCapture:
                 self.error = f"cannot capture output to {file}: {exc}"
 
     def __call__(self, fd: int, data: bytes) -> None:
-        if self.passthrough:
-            self._pass(fd, data)
         self.total += len(data)
-        room = HEAD_LIMIT - self.written
-        if room > 0 and self.fd is not None:
+        room = HEAD_LIMIT - self.written if self.fd is not None else 0  # a failed capture
+        if room > 0:                                                     # still keeps a tail
             self._store(data[:room])
         if len(data) > room:  # past the head: keep a ring of the last TAIL_LIMIT bytes
             self.tail += data[max(room, 0):]
             if len(self.tail) > 2 * TAIL_LIMIT:
                 del self.tail[: len(self.tail) - TAIL_LIMIT]
 
-    def _pass(self, fd: int, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            try:
-                view = view[os.write(fd, view):]
-            except BlockingIOError:
-                continue
-            except OSError as exc:
-                if exc.errno in (errno.EPIPE, errno.EBADF):
-                    self.passthrough = False  # our reader went away: keep capturing
-                    return
-                raise
-
     def _store(self, data: bytes) -> None:
         try:
-            os.write(self.fd, data)
+            if os.write(self.fd, data) != len(data):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             self.written += len(data)
         except OSError as exc:
             self.error = f"cannot capture output to {self.file}: {exc.strerror}"
@@ -186,9 +175,14 @@ class OutputCapture:
             return bytes(self.tail[-n:])
         if self.file is None or self.written == 0:
             return b""
-        with open(self.file, "rb") as f:
-            f.seek(max(0, self.written - n))
-            return f.read(n)
+        try:
+            fd = open_private(self.file, os.O_RDONLY)
+        except Exception:  # removed or replaced since: no tail
+            return b""
+        try:
+            return os.pread(fd, n, max(0, self.written - n))
+        finally:
+            os.close(fd)
 
     def error_tail(self, n: int = ERROR_TAIL) -> str | None:
         data = self.last_bytes(n)

@@ -18,10 +18,12 @@ from cronwrap import locks, outbox, procs
 from cronwrap.errors import CronwrapError, LedgerError, UsageError
 from cronwrap.ledger import base
 from cronwrap.ledger.base import Claim, ClaimRequest, Finish, JobInfo, Run
-from cronwrap.paths import Dirs, check_parent, ensure_private_dir, file_name, resolve_dirs
+from cronwrap.paths import (Dirs, check_parent, ensure_private_dir, file_name, open_private,
+                            resolve_dirs)
 from cronwrap.record import Record
 from cronwrap.runlog import EventLog, OutputCapture, output_path, prune_event_logs, prune_outputs
 from cronwrap.spec import JobSpec
+from cronwrap.stdio import Passthrough, warn
 
 FINISH_RETRIES = 3
 WAIT_POLL = 1.0
@@ -85,7 +87,8 @@ def firing_slots(inv: Invocation, ledger: base.Ledger | None, timing: Timing) ->
     last_seen, known = None, set()
     if ledger is not None:
         back = spec.catchup_window or 400 * 86400.0
-        last_seen, known = ledger.slot_history(spec.name, now - timedelta(seconds=back))
+        last_seen, known = once_more(ledger.slot_history, spec.name,
+                                     now - timedelta(seconds=back))
     plan = catchup.plan_firing(
         timing.schedule, now, key_template=spec.key, last_seen=last_seen, known_keys=known,
         policy=spec.catchup, window=spec.catchup_window, max_catchup=spec.max_catchup)
@@ -100,7 +103,7 @@ def firing_slots(inv: Invocation, ledger: base.Ledger | None, timing: Timing) ->
     for warning in plan.warnings:
         inv.event("warning", message=warning, skew_s=round(plan.skew_seconds, 3))
         if not deliberate:
-            sys.stderr.write(f"cronwrap: {spec.name}: {warning}\n")
+            warn(f"{spec.name}: {warning}")
     for run in plan.runs:
         if run.trigger == "catchup":
             inv.event("catchup", run_key=run.run_key, scheduled_at=base.iso(run.slot))
@@ -113,26 +116,30 @@ def firing_slots(inv: Invocation, ledger: base.Ledger | None, timing: Timing) ->
 
 def record_marks(inv: Invocation, ledger: base.Ledger, timing: Timing, marks) -> None:
     req = inv.request(Slot(marks[0].run_key, marks[0].slot, "schedule"))
-    ledger.record_marks(req, [(m.run_key, m.slot, m.status, m.reason) for m in marks])
+    once_more(ledger.record_marks, req, [(m.run_key, m.slot, m.status, m.reason) for m in marks])
     for m in marks:
         inv.event(m.status if m.status == base.MISSED else "skip", run_key=m.run_key,
                   scheduled_at=base.iso(m.slot), status=m.status, skip_reason=m.reason)
 
 
-def open_ledger(url: str | None, dirs: Dirs, exiting: bool = False) -> base.Ledger:
-    """exiting: the process exits right after (a cron firing): skip SQLite's close-time checkpoint."""
+def open_ledger(url: str | None, dirs: Dirs, exiting: bool = False,
+                read_only: bool = False) -> base.Ledger:
+    """exiting: the process exits right after (a cron firing): skip SQLite's close-time
+    checkpoint. read_only: for commands that only read; nothing is created or migrated."""
     if url and not url.startswith("sqlite:///"):
         from cronwrap.ledger.postgres import PostgresLedger  # psycopg only for PostgreSQL
 
-        return PostgresLedger(url)
+        return PostgresLedger(url, read_only=read_only)
     from cronwrap.ledger.sqlite import SqliteLedger
 
     if url:
         file = Path(url[len("sqlite://"):])
         check_parent(file)
+    elif read_only:
+        file = dirs.ledger_file
     else:
         file = ensure_private_dir(dirs.state) / "ledger.db"
-    return SqliteLedger(file, checkpoint_on_close=not exiting)
+    return SqliteLedger(file, checkpoint_on_close=not exiting, read_only=read_only)
 
 
 class Invocation:
@@ -148,6 +155,7 @@ class Invocation:
         self.log_dir = spec.log_dir or self.dirs.logs
         self.events = EventLog(self.log_dir)
         self.pid, self.pid_start = procs.self_identity()
+        self.runner = procs.Runner(spec.host)
         self.interactive = os.isatty(2)
         self.replaced = False
         self.pinger = None
@@ -172,7 +180,8 @@ class Invocation:
     def failpoint(self, phase: str) -> None:
         """Fault injection for the test suite: ``CRONWRAP_FAILPOINT=PHASE`` makes the wrapper
         stop itself (SIGSTOP) at that phase, so a test can SIGKILL it exactly there. Phases:
-        before_claim, after_claim, after_spawn, after_exit (job ended, end not recorded)."""
+        after_connect (ledger open, nothing read yet), before_claim, after_claim, after_spawn,
+        after_exit (job ended, end not recorded)."""
         if self.environ.get("CRONWRAP_FAILPOINT") == phase:
             import signal
 
@@ -181,7 +190,7 @@ class Invocation:
     def say(self, message: str, always: bool = False) -> None:
         """Messages for a person at a terminal; from cron they would only make mail."""
         if self.interactive or always:
-            sys.stderr.write(f"cronwrap: {message}\n")
+            warn(message)
 
     def request(self, slot: Slot, retry_of: int | None = None) -> ClaimRequest:
         """retry_of: the attempt this invocation is retrying (so the ledger lets it retake
@@ -200,6 +209,7 @@ class Invocation:
             max_attempts=max_attempts,
             skew_ms=None if slot.skew is None else int(slot.skew * 1000),
             is_gone=lambda pid, start: not procs.is_alive(pid, start),
+            boot_id=self.runner.boot_id, pid_ns=self.runner.pid_ns,
         )
 
 
@@ -208,11 +218,12 @@ def run(spec: JobSpec, environ: dict[str, str], now: float | None = None) -> int
     inv = Invocation(spec, environ, time.time() if now is None else now, timing)
     ledger = None
     try:
-        ledger = connect(inv)
-        if spec.jitter > 0:
+        if spec.jitter > 0:  # before connecting: a sleeping firing holds no connection
             import random
 
             time.sleep(random.uniform(0, spec.jitter))
+        ledger = connect(inv)
+        inv.failpoint("after_connect")
         lock = take_lock(inv)
         try:
             return run_slots(inv, ledger, timing, lock)
@@ -242,9 +253,21 @@ def unreachable(inv: Invocation, exc: LedgerError) -> None:
     if inv.spec.on_db_error == "fail":
         raise exc
     inv.event("ledger_unreachable", error=str(exc), action="run-unrecorded")
-    sys.stderr.write(f"cronwrap: {exc}; running {inv.spec.name} unrecorded (--on-db-error "
-                     "run-unrecorded): only the local lock prevents overlaps\n")
+    warn(f"{exc}; running {inv.spec.name} unrecorded (--on-db-error run-unrecorded): only the "
+         "local lock prevents overlaps")
     return None
+
+
+def once_more(call, *args):
+    """A ledger call before the claim, retried once on a fresh connection when the previous
+    one was ended (idle_session_timeout, pg_terminate_backend, a server restart). These calls
+    read, or write what is written only once (marks, skips), so a retry is always safe."""
+    try:
+        return call(*args)
+    except LedgerError as exc:
+        if not exc.connection_lost:
+            raise
+        return call(*args)
 
 
 def run_slots(inv: Invocation, ledger: base.Ledger | None, timing: Timing,
@@ -328,7 +351,7 @@ def after_slot(inv: Invocation, ledger: base.Ledger | None, attempt: Attempt) ->
               alert=alert, exit_code=outcome.exit_code, timed_out=outcome.timed_out,
               duration_ms=int(outcome.duration * 1000))
     if not outcome.ok:
-        inv.events._report(f"{spec.name}: hook exited {outcome.exit_code}"
+        inv.events.report(f"{spec.name}: hook exited {outcome.exit_code}"
                            f"{' (timed out)' if outcome.timed_out else ''}: "
                            f"{outcome.output_tail.strip()[-300:]}")
 
@@ -373,7 +396,7 @@ def claim_and_execute(inv: Invocation, ledger: base.Ledger | None, slot: Slot,
     """Claim and run the slot (an Attempt), or record why not (cronwrap's exit status)."""
     try:
         if ledger is not None and lock is False:
-            return skip(inv, ledger.record_skip(inv.request(slot), base.OVERLAP), slot)
+            return skip(inv, once_more(ledger.record_skip, inv.request(slot), base.OVERLAP), slot)
         inv.failpoint("before_claim")
         claim = claim_slot(inv, ledger, slot, retry_of) if ledger is not None else None
         inv.failpoint("after_claim")
@@ -400,12 +423,13 @@ def take_lock(inv: Invocation) -> locks.Lock | None | bool:
     spec = inv.spec
     if spec.lock == "none" or spec.overlap == "allow":
         return None
+    lock_dir = ensure_private_dir(inv.dirs.locks)
     if spec.lock_file:
         check_parent(spec.lock_file)
         path = spec.lock_file
     else:
-        path = ensure_private_dir(inv.dirs.locks) / f"{file_name(spec.name)}.lock"
-    lock = locks.open_lock(spec.lock, path)
+        path = lock_dir / f"{file_name(spec.name)}.lock"
+    lock = locks.open_lock(spec.lock, path, lock_dir)
     if spec.overlap == "wait":
         acquired = locks.acquire_waiting(lock, spec.wait_timeout)
     elif spec.overlap == "replace" and not lock.try_acquire():
@@ -509,17 +533,18 @@ def execute(inv: Invocation, ledger: base.Ledger, claim: Claim, lock: locks.Lock
     log_file = output_path(inv.log_dir, spec.name, log_id, run.attempt)
     try:
         ensure_private_dir(inv.log_dir)  # the log directory itself: not a symlink, not another's
-        capture = OutputCapture(log_file, passthrough=spec.output == "passthrough")
+        capture = OutputCapture(log_file)
     except CronwrapError as exc:
-        capture = OutputCapture(None, passthrough=spec.output == "passthrough")
+        capture = OutputCapture(None)
         capture.error = f"cannot capture output: {exc}"
     if capture.error:
-        inv.events._report(capture.error)
+        inv.events.report(capture.error)
     inv.event("start", run=run, fence=run.fence, took_over=claim.took_over,
               recorded=ledger is not None)
     env = job_environment(inv, run)
     if inv.pinger is not None:
         inv.pinger.start()
+    passthrough = Passthrough() if spec.output == "passthrough" else None
     supervisor = Supervisor(
         SuperviseSpec(
             argv=spec.command, env=env, timeout=spec.timeout,
@@ -528,6 +553,7 @@ def execute(inv: Invocation, ledger: base.Ledger, claim: Claim, lock: locks.Lock
         ),
         on_output=capture,
         on_spawn=lambda job: on_spawn(inv, lock, job),
+        passthrough=passthrough,
     )
     heartbeat = Heartbeat(ledger, run, spec.lease, supervisor) if ledger is not None else None
     if heartbeat:
@@ -540,22 +566,33 @@ def execute(inv: Invocation, ledger: base.Ledger, claim: Claim, lock: locks.Lock
         capture.close()
     inv.failpoint("after_exit")
     if capture.error:  # e.g. the disk filled up while the job ran: the capture is cut short
-        inv.events._report(capture.error)
+        inv.events.report(capture.error)
     status = outcome.exit_status(spec.preserve_status)
     result = finish_of(outcome, capture, log_file, heartbeat is not None and heartbeat.lost)
     if ledger is not None:
         record_finish(inv, ledger, run, result)
+    stopped = outcome.timed_out or outcome.stop_reason is not None or bool(outcome.forwarded)
+    if spec.output == "on-failure" and result.status != base.SUCCEEDED:
+        passthrough = replay_output(log_file, stopped)
+    dropped = passthrough.flush(stopped) if passthrough is not None else 0
     inv.event("timeout" if outcome.timed_out else "finish", run=run, status=result.status,
               exit_code=status, duration_ms=result.duration_ms, signal=outcome.signal,
               skip_reason=result.skip_reason, orphans=outcome.orphans,
               forwarded=outcome.forwarded or None, spawn_error=outcome.spawn_error,
-              output_bytes=capture.total, **wrapper_usage())
-    if spec.output == "on-failure" and result.status != base.SUCCEEDED:
-        replay_output(log_file)
+              output_bytes=capture.total, output_dropped=dropped,
+              passthrough_error=passthrough_error(passthrough), **wrapper_usage())
     if outcome.spawn_error:
-        sys.stderr.write(f"cronwrap: {spec.name}: {outcome.spawn_error}\n")
+        warn(f"{spec.name}: {outcome.spawn_error}")
     tidy_logs(inv)
     return Attempt(status, result, run, env)
+
+
+def passthrough_error(passthrough: Passthrough | None) -> str | None:
+    """Why cronwrap's stdout/stderr stopped taking the job's output, for the run log."""
+    if passthrough is None or not passthrough.errors:
+        return None
+    names = {1: "stdout", 2: "stderr"}
+    return "; ".join(f"{names[t]}: {why}" for t, why in sorted(passthrough.errors.items()))
 
 
 def on_spawn(inv: Invocation, lock: locks.Lock | None, job) -> None:
@@ -603,11 +640,12 @@ def finish_of(outcome, capture: OutputCapture, log_file: Path, lease_lost: bool)
 
 def record_finish(inv: Invocation, ledger: base.Ledger, run: Run, result: Finish) -> None:
     """Once the job ran, a failure to record never changes the exit status: retry, then spool
-    the result to the outbox for the next invocation on this host to deliver."""
+    the result to the outbox for the next invocation on this host to deliver. Whatever
+    happens, a result that is not recorded is said on stderr."""
     error = ""
     for attempt in range(FINISH_RETRIES):
         try:
-            if not ledger.finish(run.run_id, run.fence, result):
+            if not ledger.finish(run, result):
                 inv.event("lease_lost", run=run, status=result.status,
                           detail="the slot was taken over; its new runner's record stands")
             return
@@ -617,21 +655,30 @@ def record_finish(inv: Invocation, ledger: base.Ledger, run: Run, result: Finish
     try:
         path = outbox.spool(inv.dirs.state, inv.spec.db, run, result)
     except Exception as exc:  # disk full, read-only: the exit status still comes back
-        inv.events._report(f"could not record or spool the end of run {run.run_id}: {error}; {exc}")
+        message = (f"could not record the end of run {run.run_id} of {inv.spec.name} "
+                   f"({result.status}) nor keep it in the outbox: {error}; {exc}")
+        inv.event("unrecorded", run=run, status=result.status, error=message)
+        warn(message)
         return
     inv.event("spooled", run=run, status=result.status, outbox=str(path), error=error)
-    sys.stderr.write(f"cronwrap: could not record the end of run {run.run_id} ({error}); "
-                     "kept in the outbox for the next run on this host\n")
+    warn(f"could not record the end of run {run.run_id} ({error}); kept in the outbox for the "
+         "next run on this host")
 
 
-def replay_output(log_file: Path) -> None:
+def replay_output(log_file: Path, stopped: bool) -> Passthrough:
+    """``--output on-failure``: the captured output, to stdout, never blocking on its reader."""
+    passthrough = Passthrough()
     try:
-        with open(log_file, "rb") as f:
-            while chunk := f.read(1 << 20):
-                sys.stdout.buffer.write(chunk)
-        sys.stdout.buffer.flush()
+        fd = open_private(log_file, os.O_RDONLY)
+    except Exception:  # nothing was captured
+        return passthrough
+    try:
+        passthrough.pour(1, iter(lambda: os.read(fd, 1 << 20), b""), stopped)
     except OSError:
         pass
+    finally:
+        os.close(fd)
+    return passthrough
 
 
 def tidy_logs(inv: Invocation) -> None:
@@ -666,7 +713,7 @@ class Heartbeat:
         while not self.stopped.wait(self.lease / 3):
             sent = time.monotonic()
             try:
-                if not self.ledger.heartbeat(self.run_row.run_id, self.run_row.fence, self.lease):
+                if not self.ledger.heartbeat(self.run_row, self.lease):
                     return self._lose()  # the row is another runner's now
                 self.last_ok = max(self.last_ok, sent)
             except LedgerError:

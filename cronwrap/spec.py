@@ -331,9 +331,9 @@ class JobSpec(Record):
 
 
 def _to_stderr(note: str) -> None:
-    import sys
+    from cronwrap.stdio import warn
 
-    sys.stderr.write(f"cronwrap: {note}\n")
+    warn(note)
 
 
 def build_spec(command: list[str], given: Mapping[str, str | bool], environ: Mapping[str, str],

@@ -42,15 +42,27 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from subprocess import Popen
 
-# The signals an operator (or cron, or systemd) sends to the wrapper that belong to the job.
-FORWARDED_SIGNALS = (
-    signal.SIGTERM,
-    signal.SIGINT,
-    signal.SIGHUP,
-    signal.SIGQUIT,
-    signal.SIGUSR1,
-    signal.SIGUSR2,
+    from cronwrap.sentinel import Sentinel
+    from cronwrap.stdio import Passthrough
+
+# Every catchable signal whose default action would end the wrapper belongs to the job: the
+# wrapper forwards it to the whole tree like TERM and supervises on (an ALRM cascaded from an
+# outer ``timeout``, XCPU from a CPU limit, PWR from a UPS daemon...). Left out: PIPE and XFSZ
+# (Python ignores them: they become EPIPE/EFBIG), and the faults the kernel raises on the
+# wrapper's own instructions (SEGV, BUS, ILL, FPE, TRAP), where a handler that returns would
+# fault again forever.
+FORWARDED_SIGNALS = tuple(
+    sig for sig in (
+        signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
+        signal.SIGUSR2, signal.SIGALRM, signal.SIGABRT, getattr(signal, "SIGSTKFLT", None),
+        signal.SIGXCPU, signal.SIGVTALRM, signal.SIGPROF, signal.SIGIO,
+        getattr(signal, "SIGPWR", None), signal.SIGSYS,
+        *range(signal.SIGRTMIN, signal.SIGRTMAX + 1),
+    ) if sig is not None
 )
+# Job control must not stop the wrapper while its job (in a session of its own) runs on
+# unsupervised: caught and ignored (a caught signal is reset to its default in the job at exec).
+IGNORED_SIGNALS = (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
@@ -128,10 +140,15 @@ class Supervisor:
         spec: SuperviseSpec,
         on_output: Callable[[int, bytes], None],
         on_spawn: Callable[[JobProcess], None] | None = None,
+        passthrough: Passthrough | None = None,
     ) -> None:
+        """on_output(fd, chunk) gets every chunk (the capture); passthrough, when given,
+        forwards them to the wrapper's own stdout/stderr without ever blocking the loop."""
         self.spec = spec
         self._on_output = on_output
         self._on_spawn = on_spawn
+        self._passthrough = passthrough
+        self._sentinel: Sentinel | None = None
         self._stop_lock = threading.Lock()
         self._stop_reason: str | None = None
         self._wakeup_write: int | None = None  # guarded by _stop_lock
@@ -161,10 +178,14 @@ class Supervisor:
         wakeup_read, wakeup_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         with self._stop_lock:
             self._wakeup_write = wakeup_write
+        # Before the subreaper: the sentinel must not become one of our children.
+        self._sentinel = _start_sentinel(self.spec)
         try:
             with _SignalsToPipe(wakeup_write), _Subreaper():
                 return self._run_with_wakeup(wakeup_read)
         finally:
+            if self._sentinel is not None:
+                self._sentinel.done()
             with self._stop_lock:
                 self._wakeup_write = None
             os.close(wakeup_read)
@@ -219,6 +240,8 @@ class Supervisor:
             os.close(out_write)
             os.close(err_write)
         self._main_pid = self._proc.pid
+        if self._sentinel is not None:
+            self._sentinel.job(self._main_pid)
         try:
             self._pidfd = os.pidfd_open(self._main_pid)
         except OSError:
@@ -226,25 +249,58 @@ class Supervisor:
         return None
 
     def _supervise(self, wakeup_read: int, started: float) -> None:
-        poller = select.poll()
-        for fd in (*self._pipes, wakeup_read, self._pidfd):
-            if fd is not None:
-                poller.register(fd, select.POLLIN)
         deadline = started + self.spec.timeout if self.spec.timeout > 0 else None
         while not self._done:
+            poller, writable = self._poll_set(wakeup_read)
             for fd, _events in poller.poll(self._poll_timeout_ms(deadline)):
                 if fd == wakeup_read:
                     self._handle_wakeups(wakeup_read)
                 elif fd in self._pipes:
-                    self._pass_output(fd, poller)
+                    self._pass_output(fd)
+                elif fd in writable:
+                    self._passthrough.send(writable[fd])
             if deadline is not None and time.monotonic() >= deadline and not self._ending:
                 self._on_timeout()
             self._advance()
+            self._close_unread_pipes()
             if self._main_status is not None and self._pidfd is not None:
-                poller.unregister(self._pidfd)  # it stays readable forever once the main exited
-                os.close(self._pidfd)
+                os.close(self._pidfd)  # it stays readable forever once the main exited
                 self._pidfd = None
         self._drain_output()
+
+    def _poll_set(self, wakeup_read: int) -> tuple[select.poll, dict[int, int]]:
+        """What to wait for now: the job's pipes (unless passthrough is backed up: the job
+        then waits on its write, as it would on a slow reader without cronwrap), cronwrap's
+        own stdout/stderr when output waits for them, the wake-up pipe and the pidfd."""
+        poller = select.poll()
+        passthrough = self._passthrough
+        for fd, target in self._pipes.items():
+            if passthrough is None or not passthrough.full(target):
+                poller.register(fd, select.POLLIN)
+        writable = passthrough.waiting() if passthrough is not None else {}
+        for fd in writable:
+            poller.register(fd, select.POLLOUT)
+        poller.register(wakeup_read, select.POLLIN)
+        if self._pidfd is not None:
+            poller.register(self._pidfd, select.POLLIN)
+        return poller, writable
+
+    def _close_unread_pipes(self) -> None:
+        """A stream whose reader went away (EPIPE) is closed to the job after what it holds
+        now is captured: the job's next write fails as it would without cronwrap."""
+        if self._passthrough is None:
+            return
+        for fd, target in list(self._pipes.items()):
+            if target in self._passthrough.gone:
+                budget = _PIPE_SIZE
+                while budget > 0 and select.select([fd], [], [], 0)[0]:
+                    n = self._pass_output(fd)
+                    if n == 0:
+                        break
+                    budget -= n
+                if fd in self._pipes:
+                    os.close(fd)
+                    del self._pipes[fd]
 
     def _poll_timeout_ms(self, deadline: float | None) -> int:
         """Milliseconds until the next thing to do, if no fd becomes ready first."""
@@ -386,13 +442,15 @@ class Supervisor:
 
     # ---- output -------------------------------------------------------------------------
 
-    def _pass_output(self, fd: int, poller: select.poll) -> int:
+    def _pass_output(self, fd: int) -> int:
         """Pass one chunk on (closing the pipe at EOF); the number of bytes passed."""
         data = os.read(fd, _READ_SIZE)
         if data:
-            self._on_output(self._pipes[fd], data)
+            target = self._pipes[fd]
+            self._on_output(target, data)
+            if self._passthrough is not None:
+                self._passthrough.take(target, data)
             return len(data)
-        poller.unregister(fd)
         os.close(fd)
         del self._pipes[fd]
         return 0
@@ -414,7 +472,7 @@ class Supervisor:
             if not events:
                 break
             for fd, _events in events:
-                budget -= self._pass_output(fd, ready)
+                budget -= self._pass_output(fd)
         self._close_job_fds()
 
     def _close_job_fds(self) -> None:
@@ -455,7 +513,8 @@ def supervise(
 
 
 class _SignalsToPipe:
-    """While active, forwarded signals and SIGCHLD write their number to ``wakeup_write``.
+    """While active, forwarded and ignored signals and SIGCHLD write their number to
+    ``wakeup_write`` (the loop forwards the first kind and drops the last).
 
     Outside the main thread Python cannot install handlers; the job then still runs, it just
     gets no forwarded signals.
@@ -473,7 +532,7 @@ class _SignalsToPipe:
             )
         except ValueError:
             return  # not the main thread
-        for signum in (*FORWARDED_SIGNALS, *_WAKE_ONLY_SIGNALS):
+        for signum in (*FORWARDED_SIGNALS, *_WAKE_ONLY_SIGNALS, *IGNORED_SIGNALS):
             self._previous_handlers[signum] = signal.signal(signum, _note_signal)
 
     def __exit__(self, *exc_info: object) -> None:
@@ -489,6 +548,17 @@ def _note_signal(signum: int, frame: object) -> None:
 
 
 # ---- spawning ----------------------------------------------------------------------------
+
+
+def _start_sentinel(spec: SuperviseSpec) -> Sentinel | None:
+    """The watcher that ends the job if this wrapper dies (sentinel.py); None if it cannot
+    be forked (the job then runs as under GNU timeout, which has no such watcher)."""
+    from cronwrap.sentinel import Sentinel
+
+    try:
+        return Sentinel(spec.signal, spec.kill_after or spec.orphan_grace)
+    except OSError:
+        return None
 
 
 class _Subreaper:

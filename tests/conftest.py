@@ -68,6 +68,14 @@ class CW:
         return json.loads(proc.stdout)
 
 
+def lock_holder(home: Path, job: str, lock_file: Path | None = None) -> list[int]:
+    """WRAPPER_PID WRAPPER_START JOB_PID JOB_START of the holder of ``job``'s lock, from
+    cronwrap's own holder record (the lock file itself is never written)."""
+    info = os.stat(lock_file or home / "locks" / f"{job}.lock")
+    words = (home / "locks" / "holders" / f"{info.st_dev}-{info.st_ino}").read_text().split()
+    return [int(x) for x in words[:4]]
+
+
 @pytest.fixture
 def cw(home: Path) -> CW:
     return CW(home)

@@ -46,11 +46,11 @@ class Run(Record):
     __slots__ = ("run_id", "job", "run_key", "scheduled_at", "trigger", "status", "skip_reason",
                  "attempt", "host", "pid", "pid_start", "locked_until", "fence", "started_at",
                  "finished_at", "duration_ms", "exit_code", "signal", "timed_out", "error_tail",
-                 "log_path", "skew_ms")
+                 "log_path", "skew_ms", "boot_id", "pid_ns")
     _defaults = dict(skip_reason=None, attempt=0, host=None, pid=None, pid_start=None,
                      locked_until=None, fence=None, started_at=None, finished_at=None,
                      duration_ms=None, exit_code=None, signal=None, timed_out=False,
-                     error_tail=None, log_path=None, skew_ms=None)
+                     error_tail=None, log_path=None, skew_ms=None, boot_id=None, pid_ns=None)
 
     def shown_status(self, now: datetime) -> str:
         if self.status == RUNNING and (self.locked_until is None or self.locked_until <= now):
@@ -87,14 +87,25 @@ class ClaimRequest(Record):
     trigger: schedule | catchup | manual; lease: seconds; overlap_skip: step 2 (a live run of
     the job anywhere means skip); force: run a slot that already succeeded; max_attempts: a
     failed slot is claimable again while attempts < this; is_gone(pid, start): is a process of
-    this host gone (step 0: this host's dead wrappers are abandoned at once); skew_ms: how far
-    the firing was from its slot (kept on the run: status warns about a host far off).
+    this runner gone (step 0: this runner's dead wrappers are abandoned at once); skew_ms: how
+    far the firing was from its slot (kept on the run: status warns about a host far off).
+    host, boot_id, pid_ns: the runner identity (procs.Runner). A running row's pid is looked
+    up with is_gone only when the row has this very identity: two containers with one host
+    name (or a row from an earlier boot, or one written before boot IDs were recorded) wait
+    for the lease instead.
     """
 
     __slots__ = ("job", "run_key", "scheduled_at", "trigger", "host", "pid", "pid_start",
-                 "lease", "overlap_skip", "force", "max_attempts", "is_gone", "skew_ms")
+                 "lease", "overlap_skip", "force", "max_attempts", "is_gone", "skew_ms",
+                 "boot_id", "pid_ns")
     _defaults = dict(overlap_skip=True, force=False, max_attempts=1, is_gone=_never_gone,
-                     skew_ms=None)
+                     skew_ms=None, boot_id="", pid_ns=0)
+
+    def same_runner(self, row: Run) -> bool:
+        """``row`` was claimed by this runner (host, boot, PID namespace): its pid means
+        something here."""
+        return (row.host == self.host and bool(self.boot_id) and row.boot_id == self.boot_id
+                and bool(self.pid_ns) and row.pid_ns == self.pid_ns)
 
 
 class Claim(Record):
@@ -145,12 +156,14 @@ class Ledger(Protocol):
         """Record slots that will not run — (run_key, scheduled_at, status, reason), status
         ``missed`` or ``skipped``/``too_late`` — where the slot has no row yet."""
 
-    def heartbeat(self, run_id: int, fence: int, lease: float) -> bool:
-        """Extend the lease of a row still held with ``fence``; False when it was lost."""
+    def heartbeat(self, run: Run, lease: float) -> bool:
+        """Extend the lease of ``run`` if its row is still this claim's — same id, fence, job,
+        run key and claimer (host, pid, pid start), so that a ledger recreated or restored
+        under a running job can never have another run's row renewed; False when lost."""
 
-    def finish(self, run_id: int, fence: int, result: Finish) -> bool:
-        """Record the end of a run still held with ``fence``; False when the lease was lost
-        (another runner took the slot over: its record stands)."""
+    def finish(self, run: Run, result: Finish) -> bool:
+        """Record the end of ``run`` if its row is still this claim's (as ``heartbeat``);
+        False when the lease was lost (another runner took the slot over: its record stands)."""
 
     def runs(self, job: str, limit: int = 50, since: datetime | None = None) -> list[Run]:
         """Runs of ``job``, newest first."""

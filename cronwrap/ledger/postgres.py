@@ -23,7 +23,6 @@ from cronwrap.hooks import redact as redact_url
 from cronwrap.ledger import sql
 from cronwrap.ledger.sqlcore import SqlLedger
 
-SCHEMA_VERSION = 1
 # pg_advisory_xact_lock key for schema creation: the bytes of "cronwrap" as a bigint. Advisory
 # locks are per database, so two ledgers on one cluster never wait for each other.
 SCHEMA_LOCK = int.from_bytes(b"cronwrap", "big")
@@ -167,10 +166,14 @@ def _label(dsn: str) -> str:
 
 
 class PostgresLedger(SqlLedger):
-    """``dsn``: a ``postgresql://`` URL or libpq key=value string; empty uses the PG* variables."""
+    """``dsn``: a ``postgresql://`` URL or libpq key=value string; empty uses the PG* variables.
+
+    ``read_only``: for the commands that only read: an older or newer schema is read as it
+    is (rows by column name), never migrated, so a monitoring role with SELECT rights only
+    works; only a database without any schema gets one."""
 
     def __init__(self, dsn: str, clock: Callable[[], float] | None = None,
-                 connect_timeout: float = 5) -> None:
+                 connect_timeout: float = 5, read_only: bool = False) -> None:
         super().__init__(sql.load("postgres"))
         self.dsn = dsn
         self.clock = clock
@@ -179,7 +182,8 @@ class PostgresLedger(SqlLedger):
         self.conn: psycopg.Connection | None = None
         self._tx_now: datetime | None = None
         self._connect()
-        self.migrate()
+        if not read_only or self._current_version() is None:
+            self.migrate()
 
     # -- connection ----------------------------------------------------------------------
 
@@ -215,21 +219,24 @@ class PostgresLedger(SqlLedger):
     # -- schema --------------------------------------------------------------------------
 
     def migrate(self) -> int:
-        """Bring the schema to ``SCHEMA_VERSION``; returns the version found before.
+        """Bring the schema to ``schema_version``; returns the version found before.
 
         The usual case is one short read that finds the schema current. Otherwise the
         migrations run in one transaction under an advisory lock, so many hosts starting at
         once create the schema once, and a waiter re-reads the version its predecessor wrote.
         """
         found = self._current_version()
-        if found is not None and found >= SCHEMA_VERSION:
-            return found
+        if found is not None:
+            self.check_version(found, self.label)
+            if found == self.schema_version:
+                return found
         with self._tx() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
             self._exec(cur, "create_meta")
             row = self._one(cur, "schema_version")
             version = int(row["value"]) if row else 0
-            for number in range(version + 1, SCHEMA_VERSION + 1):
+            self.check_version(version, self.label)
+            for number in range(version + 1, self.schema_version + 1):
                 cur.execute(self.q[f"migration_{number}"])
                 self._exec(cur, "set_schema_version", version=str(number))
         return found or 0

@@ -41,6 +41,18 @@ class SqlLedger(ABC):
     def __init__(self, queries: dict[str, str]) -> None:
         self.q = queries
         self._mutex = threading.Lock()  # the heartbeat thread shares the connection
+        # The schema this code writes: its newest numbered migration (one place for the fact).
+        self.schema_version = max(int(name.rpartition("_")[2]) for name in queries
+                                  if name.startswith("migration_"))
+
+    def check_version(self, found: int, label: object) -> None:
+        """A ledger written by a newer cronwrap is refused, never written by an older one."""
+        if found > self.schema_version:
+            from cronwrap.errors import LedgerError
+
+            raise LedgerError(f"ledger {label} has schema version {found}, newer than this "
+                              f"cronwrap knows ({self.schema_version}): upgrade cronwrap on "
+                              "this host (the ledger is left as it is)")
 
     # -- the protocol --------------------------------------------------------------------
 
@@ -62,7 +74,7 @@ class SqlLedger(ABC):
                 cur, "claim_run", id=row.run_id, trigger=req.trigger, host=req.host,
                 scheduled_at=self._to_db(req.scheduled_at), pid=req.pid,
                 pid_start=req.pid_start, now=now, lease=self._lease(req.lease), fence=fence,
-                skew_ms=req.skew_ms,
+                skew_ms=req.skew_ms, boot_id=req.boot_id or None, pid_ns=req.pid_ns or None,
             )
             return Claim(run=self._run(claimed), took_over=took_over)
 
@@ -98,17 +110,17 @@ class SqlLedger(ABC):
                     skip_reason=reason, host=req.host, now=now) is not None
         return recorded
 
-    def heartbeat(self, run_id: int, fence: int, lease: float) -> bool:
+    def heartbeat(self, run: Run, lease: float) -> bool:
         with self._tx() as cur:
             now = self._db_now(cur)
-            self._exec(cur, "heartbeat", id=run_id, fence=fence, now=now, lease=self._lease(lease))
+            self._exec(cur, "heartbeat", **self._owner(run), now=now, lease=self._lease(lease))
             return cur.rowcount == 1
 
-    def finish(self, run_id: int, fence: int, result: Finish) -> bool:
+    def finish(self, run: Run, result: Finish) -> bool:
         with self._tx() as cur:
             now = self._db_now(cur)
             self._exec(
-                cur, "finish", id=run_id, fence=fence, now=now, status=result.status,
+                cur, "finish", **self._owner(run), now=now, status=result.status,
                 skip_reason=result.skip_reason, duration_ms=result.duration_ms,
                 exit_code=result.exit_code, signal=result.signal,
                 timed_out=self._bool(result.timed_out), error_tail=result.error_tail,
@@ -159,6 +171,12 @@ class SqlLedger(ABC):
 
     # -- steps ---------------------------------------------------------------------------
 
+    @staticmethod
+    def _owner(run: Run) -> dict[str, Any]:
+        """What a later update of a claimed row must match (DESIGN §3 step 4)."""
+        return dict(id=run.run_id, fence=run.fence, job=run.job, run_key=run.run_key,
+                    host=run.host, pid=run.pid, pid_start=run.pid_start)
+
     def _upsert_job(self, cur: Any, req: ClaimRequest, now: Any,
                     last_slot: datetime | None = None) -> None:
         job = req.job
@@ -169,11 +187,11 @@ class SqlLedger(ABC):
                    last_slot=self._to_db(last_slot))
 
     def _live_runs(self, cur: Any, req: ClaimRequest, now: Any) -> list[Run]:
-        """Running rows with a live lease; this host's rows whose wrapper is gone expire now."""
+        """Running rows with a live lease; this runner's rows whose wrapper is gone expire now."""
         live = []
         now_dt = self._from_db(now)
         for row in map(self._run, self._all(cur, "running_of_job", job=req.job.name)):
-            if row.host == req.host and req.is_gone(row.pid, row.pid_start):
+            if req.same_runner(row) and req.is_gone(row.pid, row.pid_start):
                 self._exec(cur, "expire_lease", id=row.run_id, now=now)
                 continue
             if row.locked_until is not None and row.locked_until > now_dt:
@@ -220,7 +238,8 @@ class SqlLedger(ABC):
             host=row["host"], pid=row["pid"], pid_start=row["pid_start"], fence=row["fence"],
             duration_ms=row["duration_ms"], exit_code=row["exit_code"], signal=row["signal"],
             timed_out=bool(row["timed_out"]), error_tail=row["error_tail"],
-            log_path=row["log_path"], skew_ms=row["skew_ms"], **times,
+            log_path=row["log_path"], skew_ms=row["skew_ms"], boot_id=row.get("boot_id"),
+            pid_ns=row.get("pid_ns"), **times,
         )
 
     def _one(self, cur: Any, name: str, **params: Any) -> dict | None:

@@ -20,7 +20,6 @@ from cronwrap.paths import open_private
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterator
 
-SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 10.0
 
 
@@ -33,44 +32,88 @@ def ledger_message(path: object, exc: Exception) -> str:
 
 
 class SqliteLedger(SqlLedger):
-    """``path=None`` gives an in-memory ledger (the unit tests' ledger)."""
+    """``path=None`` gives an in-memory ledger (the unit tests' ledger).
+
+    ``read_only``: for the commands that only read (status, history, logs). The file is
+    opened with SQLite's mode=ro, so they work on a read-only or full file system, when
+    monitoring matters most; nothing is created or migrated (a missing ledger reads as an
+    empty one, an older or newer schema as it is: rows are read by column name)."""
 
     def __init__(self, path: Path | None, clock: Callable[[], float] | None = None,
-                 busy_timeout: float = BUSY_TIMEOUT_S, checkpoint_on_close: bool = True) -> None:
+                 busy_timeout: float = BUSY_TIMEOUT_S, checkpoint_on_close: bool = True,
+                 read_only: bool = False) -> None:
         super().__init__(sql.load("sqlite"))
         self.checkpoint_on_close = checkpoint_on_close
-        self.path = path or ":memory:"
         self.clock = clock or time.time
         self.busy_timeout = busy_timeout
+        if read_only and path is not None and not os.path.lexists(path):
+            path = None  # nothing recorded yet: an empty ledger, and no file is made for it
+        self.path = path or ":memory:"
+        reading_file = read_only and path is not None
         if path is not None:
-            try:
-                os.close(open_private(path))  # 0600, no symlink; WAL files inherit the mode
+            try:  # 0600, no symlink, a regular file; WAL files inherit the mode
+                os.close(open_private(path, os.O_RDONLY if read_only else os.O_RDWR | os.O_CREAT))
             except PathError as exc:
                 if not isinstance(exc.__cause__, OSError):
                     raise  # unsafe (symlink, another user's file): refused, never run around
                 raise LedgerError(f"ledger {path}: {exc}") from exc  # read-only, full, …
         try:
-            self.conn = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None,
-                                        check_same_thread=False)
-            self.conn.row_factory = sqlite3.Row
-            self.conn.execute("PRAGMA synchronous = NORMAL")
-            self._migrate()
+            self.conn = self._open(str(self.path), reading_file)
+            if not reading_file:  # reading tolerates older and newer schemas: nothing to migrate
+                self.conn.execute("PRAGMA synchronous = NORMAL")
+                self._migrate()
         except sqlite3.DatabaseError as exc:
             raise LedgerError(ledger_message(path, exc)) from exc
 
+    def _open(self, path: str, read_only: bool) -> sqlite3.Connection:
+        """mode=ro for a read-only open. If even that fails (its -shm file cannot be made on
+        a full or read-only disk), and the WAL holds nothing, the file alone is the ledger:
+        opened immutable, which needs no -shm (nobody can write it there anyway)."""
+        if not read_only:
+            return self._connect(path, uri=False)
+        from urllib.parse import quote
+
+        absolute = quote(os.path.abspath(path).lstrip("/"))  # "//x" would name a URI authority
+        conn = self._connect(f"file:///{absolute}?mode=ro", uri=True)
+        try:
+            conn.execute("PRAGMA user_version").fetchone()
+            return conn
+        except sqlite3.OperationalError:
+            conn.close()
+            try:
+                wal_empty = os.stat(f"{path}-wal").st_size == 0
+            except FileNotFoundError:
+                wal_empty = True
+            if not wal_empty:
+                raise
+            return self._connect(f"file:///{absolute}?mode=ro&immutable=1", uri=True)
+
+    def _connect(self, target: str, uri: bool) -> sqlite3.Connection:
+        conn = sqlite3.connect(target, timeout=self.busy_timeout, isolation_level=None,
+                               check_same_thread=False, uri=uri)
+        conn.row_factory = sqlite3.Row
+        return conn
+
+    def _version(self) -> int:
+        return self.conn.execute("PRAGMA user_version").fetchone()[0]
+
     def _migrate(self) -> None:
-        if self.conn.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+        """Numbered migrations, each applied once, all in one BEGIN IMMEDIATE transaction."""
+        found = self._version()
+        self.check_version(found, self.path)
+        if found == self.schema_version:
             return
         mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if mode != "wal" and self.path != ":memory:":
             raise LedgerError(f"ledger {self.path}: cannot switch to WAL mode")
         with self._transaction(write=True):
-            version = self.conn.execute("PRAGMA user_version").fetchone()[0]
-            for number in range(version + 1, SCHEMA_VERSION + 1):
+            version = self._version()
+            self.check_version(version, self.path)
+            for number in range(version + 1, self.schema_version + 1):
                 for statement in self.q[f"migration_{number}"].split(";"):
                     if statement.strip():
                         self.conn.execute(statement)
-            self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self.conn.execute(f"PRAGMA user_version = {self.schema_version}")
 
     @contextmanager
     def _transaction(self, write: bool) -> Iterator[Any]:

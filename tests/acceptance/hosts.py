@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from tests.conftest import CW
+from tests.conftest import CW, lock_holder
 
 
 class Host(CW):
@@ -27,7 +27,7 @@ class Host(CW):
 
     def lock_holder(self, job: str) -> list[int]:
         """WRAPPER_PID WRAPPER_START JOB_PID JOB_START"""
-        return [int(x) for x in (self.home / "locks" / f"{job}.lock").read_text().split()]
+        return lock_holder(self.home, job)
 
 
 def kill_runner(host: Host, job: str, sig: int) -> None:

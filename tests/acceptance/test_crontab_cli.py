@@ -22,7 +22,7 @@ def test_wrap_prefixes_every_job_and_unwrap_restores_it(cw, tmp_path):
     assert lines[:2] == CRONTAB.splitlines()[:2]
     assert lines[2].startswith("30 1 * * * /opt/bin/cronwrap run -n settle --schedule '30 1 * * *' --timeout 25m -- ")
     assert lines[2].endswith("/usr/local/bin/settle.sh >> /var/log/settle.log 2>&1")
-    assert "--schedule" not in lines[4] and "run -n warm-cache" in lines[4]
+    assert lines[4] == "@reboot /usr/local/bin/warm-cache"  # a daemon starter: left alone
     again = cw("wrap", "-", "--cronwrap", "/opt/bin/cronwrap", input=wrapped.encode(), check_rc=0)
     assert again.stdout.decode() == wrapped  # wrapping twice changes nothing
     restored = cw("wrap", "--unwrap", "-", input=wrapped.encode(), check_rc=0)

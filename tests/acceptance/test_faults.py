@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.acceptance.conftest import alive, same_minute, wait_for
+from tests.conftest import lock_holder
 from tests.tcpproxy import TcpProxy
 
 
@@ -51,11 +52,6 @@ def proc_state(pid: int) -> str | None:
             return f.read().rsplit(") ", 1)[1][0]
     except (FileNotFoundError, IndexError):
         return None
-
-
-def lock_holder(home: Path, job: str) -> list[int]:
-    """WRAPPER_PID WRAPPER_START JOB_PID JOB_START."""
-    return [int(x) for x in (home / "locks" / f"{job}.lock").read_text().split()]
 
 
 def lock_busy(path: Path) -> bool:
@@ -111,9 +107,11 @@ def test_sigkilled_wrapper_at_every_phase_converges(cw, home, tmp_path, phase):
     """No job runs unnoticed, the lock is never held by nobody, the ledger converges."""
     same_minute(10)
     seen = tmp_path / "attempts"
-    job = ["sh", "-c", f"echo $CRONWRAP_ATTEMPT >> {seen}; sleep 1"]
+    # The job ignores TERM, so it outlives its killed wrapper until the sentinel's KILL.
+    job = ["sh", "-c", f"trap '' TERM; echo $CRONWRAP_ATTEMPT >> {seen}; sleep 1"]
     lock = home / "locks" / "k.lock"
-    wrapper = cw.popen("run", "-n", "k", "--", *job, env={"CRONWRAP_FAILPOINT": phase})
+    wrapper = cw.popen("run", "-n", "k", "--kill-after", "30", "--", *job,
+                       env={"CRONWRAP_FAILPOINT": phase})
     job_pid = job_start = 0
     try:
         stop_when_stopped(wrapper, phase)
@@ -152,8 +150,8 @@ def test_sigkilled_wrapper_mid_run_with_a_pid_lock(cw, home, tmp_path):
     """A PID lock names the job too: it blocks the next firing until the job is gone, and is
     then taken over as stale (and logged)."""
     same_minute(10)
-    job = ["sh", "-c", "sleep 1"]
-    wrapper = cw.popen("run", "-n", "p", "--lock", "pid", "--", *job,
+    job = ["sh", "-c", "trap '' TERM; sleep 1"]  # outlives its wrapper: TERM is ignored
+    wrapper = cw.popen("run", "-n", "p", "--lock", "pid", "--kill-after", "30", "--", *job,
                        env={"CRONWRAP_FAILPOINT": "after_spawn"})
     job_pid = job_start = 0
     try:

@@ -8,6 +8,7 @@ import os
 import signal
 import stat
 import time
+from pathlib import Path
 
 import pytest
 
@@ -248,11 +249,17 @@ def test_overlap_allow_runs_concurrently(cw, script, tmp_path):
 
 def test_pid_lock_takes_over_a_stale_lock_and_logs_it(cw, home):
     locks = home / "locks"
-    locks.mkdir(parents=True, mode=0o700)
+    (locks / "holders").mkdir(parents=True, mode=0o700)
     home.chmod(0o700)
-    stale = locks / "pl.lock"
-    stale.write_text("999999 1 0 0\n")
-    stale.chmod(0o600)
+    locks.chmod(0o700)
+    lock = locks / "pl.lock"
+    lock.touch(0o600)
+    info = lock.stat()
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    pid_ns = os.stat("/proc/self/ns/pid").st_ino
+    record = locks / "holders" / f"{info.st_dev}-{info.st_ino}"
+    record.write_text(f"999999 1 0 0 {boot} {pid_ns}\n")  # a dead holder of this very boot
+    record.chmod(0o600)
     assert cw("run", "-n", "pl", "--lock", "pid", "--", "true").returncode == 0
     event = [e for e in events(home) if e["event"] == "stale_lock"][0]
     assert event["stale_pid"] == 999999
@@ -282,8 +289,8 @@ def test_same_minute_runs_once_and_force_runs_again(cw):
 def test_sigkilled_wrapper_never_blocks_the_next_firing(cw, script, tmp_path):
     same_minute(15)
     ready = tmp_path / "ready"
-    job = script("k.sh", f"touch {ready}\nsleep 1\n")
-    victim = cw.popen("run", "-n", "k", "--", job)
+    job = script("k.sh", f"trap '' TERM\ntouch {ready}\nsleep 1\n")  # outlives the wrapper
+    victim = cw.popen("run", "-n", "k", "--kill-after", "30", "--", job)
     wait_for(ready.exists, what="job start")
     victim.kill()
     victim.wait()

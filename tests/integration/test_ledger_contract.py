@@ -53,9 +53,14 @@ def ledger(backend, clock, tmp_path, request):
     led.close()
 
 
+BOOT = "6f1c-boot-a"
+PID_NS = 4026531836
+
+
 def req(key="k1", job="settle", host="h1", **kw) -> ClaimRequest:
     defaults = dict(job=job if isinstance(job, JobInfo) else JobInfo(job), run_key=key, scheduled_at=datetime.fromtimestamp(T0, timezone.utc),
-                    trigger="schedule", host=host, pid=next(_pids), pid_start=1, lease=60.0)
+                    trigger="schedule", host=host, pid=next(_pids), pid_start=1, lease=60.0,
+                    boot_id=BOOT, pid_ns=PID_NS)
     defaults.update(kw)
     return ClaimRequest(**defaults)
 
@@ -95,16 +100,16 @@ def test_overlap_allowed_runs_both(ledger):
 def test_skipped_slot_is_claimable_later(ledger):
     first = ledger.claim(req("k1")).run
     ledger.claim(req("k2"))
-    ledger.finish(first.run_id, first.fence, done())
+    ledger.finish(first, done())
     again = ledger.claim(req("k2"))
     assert again.run is not None and again.run.run_key == "k2"
 
 
 def test_finish_needs_the_claims_fence(ledger):
     run = ledger.claim(req()).run
-    assert not ledger.finish(run.run_id, run.fence + 1, done())
-    assert ledger.finish(run.run_id, run.fence, done())
-    assert not ledger.finish(run.run_id, run.fence, done("failed", 1))  # already finished
+    assert not ledger.finish(run.replace(fence=run.fence + 1), done())
+    assert ledger.finish(run, done())
+    assert not ledger.finish(run, done("failed", 1))  # already finished
     row = ledger.get_run("settle", run.run_id)
     assert (row.status, row.exit_code, row.error_tail) == ("succeeded", 0, "tail")
 
@@ -112,10 +117,10 @@ def test_finish_needs_the_claims_fence(ledger):
 def test_heartbeat_extends_the_lease(ledger, clock):
     run = ledger.claim(req()).run
     clock.advance(50)
-    assert ledger.heartbeat(run.run_id, run.fence, 60)
+    assert ledger.heartbeat(run, 60)
     clock.advance(50)  # 100 s after the claim: alive only thanks to the heartbeat
     assert ledger.claim(req(host="h2")).skip_reason == base.DUPLICATE
-    assert not ledger.heartbeat(run.run_id, run.fence + 1, 60)
+    assert not ledger.heartbeat(run.replace(fence=run.fence + 1), 60)
 
 
 def test_expired_lease_is_taken_over_and_fences_the_old_runner(ledger, clock):
@@ -125,9 +130,9 @@ def test_expired_lease_is_taken_over_and_fences_the_old_runner(ledger, clock):
     claim = ledger.claim(req(host="h2"))
     assert claim.took_over and claim.run.attempt == 2 and claim.run.fence > old.fence
     assert claim.run.host == "h2"
-    assert not ledger.heartbeat(old.run_id, old.fence, 60)
-    assert not ledger.finish(old.run_id, old.fence, done())
-    assert ledger.finish(claim.run.run_id, claim.run.fence, done("failed", 3))
+    assert not ledger.heartbeat(old, 60)
+    assert not ledger.finish(old, done())
+    assert ledger.finish(claim.run, done("failed", 3))
     assert ledger.get_run("settle", old.run_id).exit_code == 3
 
 
@@ -136,7 +141,7 @@ def test_this_hosts_dead_wrapper_is_abandoned_at_once(ledger):
     gone = lambda pid, start: pid == dead.pid  # noqa: E731
     other = ledger.claim(req("k2", host="h1", is_gone=gone)).run
     assert other is not None  # the dead wrapper's run no longer counts as an overlap
-    ledger.finish(other.run_id, other.fence, done())
+    ledger.finish(other, done())
     claim = ledger.claim(req("k1", host="h1", is_gone=gone))
     assert claim.took_over and claim.run.attempt == 2
 
@@ -147,9 +152,38 @@ def test_another_hosts_process_is_not_judged_locally(ledger):
     assert claim.skip_reason == base.OVERLAP
 
 
+@pytest.mark.parametrize("other", [dict(pid_ns=PID_NS + 1),  # a container with the same name
+                                   dict(boot_id="6f1c-boot-b"),  # after a reboot
+                                   dict(boot_id="", pid_ns=0)])  # an identity it cannot tell
+def test_same_host_name_in_another_namespace_waits_for_the_lease(ledger, clock, other):
+    held = ledger.claim(req("k1", host="h1")).run
+    assert (held.boot_id, held.pid_ns) == (BOOT, PID_NS)
+    everything_gone = lambda pid, start: True  # noqa: E731  (its PIDs mean nothing here)
+    assert ledger.claim(req("k1", host="h1", is_gone=everything_gone, **other)).skip_reason \
+        == base.DUPLICATE
+    assert ledger.claim(req("k2", host="h1", is_gone=everything_gone, **other)).skip_reason \
+        == base.OVERLAP
+    clock.advance(61)  # the lease, and only the lease, ends it
+    claim = ledger.claim(req("k1", host="h1", is_gone=everything_gone, **other))
+    assert claim.took_over and claim.run.fence > held.fence
+
+
+@pytest.mark.parametrize("change", [dict(job="another"), dict(run_key="k9"), dict(host="h9"),
+                                    dict(pid=1), dict(pid_start=999)])
+def test_updates_match_the_claim_not_only_id_and_fence(ledger, change):
+    """A ledger recreated or restored under a running job can give another run the same id
+    and fence: heartbeat and finish must not touch it."""
+    run = ledger.claim(req()).run
+    stranger = run.replace(**change)
+    assert not ledger.heartbeat(stranger, 60)
+    assert not ledger.finish(stranger, done("failed", 9))
+    assert ledger.get_run("settle", run.run_id).status == "running"
+    assert ledger.heartbeat(run, 60) and ledger.finish(run, done())
+
+
 def test_succeeded_slot_runs_again_only_with_force(ledger):
     run = ledger.claim(req()).run
-    ledger.finish(run.run_id, run.fence, done())
+    ledger.finish(run, done())
     assert ledger.claim(req()).skip_reason == base.DUPLICATE
     forced = ledger.claim(req(force=True))
     assert forced.run.attempt == 2 and forced.run.fence == run.fence + 1
@@ -157,11 +191,11 @@ def test_succeeded_slot_runs_again_only_with_force(ledger):
 
 def test_failed_slot_is_retryable_by_attempts_or_by_hand(ledger):
     run = ledger.claim(req()).run
-    ledger.finish(run.run_id, run.fence, done("failed", 1))
+    ledger.finish(run, done("failed", 1))
     assert ledger.claim(req()).skip_reason == base.DUPLICATE
     retry = ledger.claim(req(max_attempts=3)).run
     assert retry.attempt == 2
-    ledger.finish(retry.run_id, retry.fence, done("timeout", 124))
+    ledger.finish(retry, done("timeout", 124))
     manual = ledger.claim(req(trigger="manual")).run
     assert manual.attempt == 3 and manual.trigger == "manual"
 
@@ -183,7 +217,7 @@ def test_fence_strictly_increases_across_slots_and_hosts(ledger, clock):
     for i in range(5):
         run = ledger.claim(req(f"k{i}", host=f"h{i % 3}")).run
         fences.append(run.fence)
-        ledger.finish(run.run_id, run.fence, done())
+        ledger.finish(run, done())
     assert fences == sorted(set(fences)) and len(fences) == 5
 
 
@@ -197,7 +231,7 @@ def test_runs_newest_first_and_summaries(ledger, clock):
     for i, status in enumerate(["succeeded", "failed", "timeout"]):
         run = ledger.claim(req(f"k{i}")).run
         clock.advance(1)
-        ledger.finish(run.run_id, run.fence, done(status, i))
+        ledger.finish(run, done(status, i))
     runs = ledger.runs("settle")
     assert [r.run_key for r in runs] == ["k2", "k1", "k0"]
     assert [r.run_key for r in ledger.runs("settle", limit=1)] == ["k2"]
@@ -213,7 +247,7 @@ def test_runs_newest_first_and_summaries(ledger, clock):
 
 def test_a_skip_is_not_the_last_run(ledger):
     run = ledger.claim(req("k1")).run
-    ledger.finish(run.run_id, run.fence, done("failed", 2))
+    ledger.finish(run, done("failed", 2))
     ledger.record_skip(req("k2"), base.OVERLAP)
     (summary,) = ledger.summaries(datetime.fromtimestamp(0, timezone.utc))
     assert summary.last_run.run_key == "k1" and summary.counts == {"failed": 1, "skipped": 1}
@@ -258,12 +292,12 @@ def test_prune_keeps_running_rows_recent_rows_and_the_catchup_window(ledger, clo
     for i in range(6):
         run = ledger.claim(req(f"k{i}", scheduled_at=old + timedelta(hours=i))).run
         clock.advance(3600)
-        ledger.finish(run.run_id, run.fence, done())
+        ledger.finish(run, done())
     ledger.claim(req("live", job="other"))  # running: never pruned
     catchup = JobInfo("windowed", settings='{"catchup": "latest", "catchup_window": 5184000.0}')
     for i in range(3):  # slots a month old at prune time, inside the 60-day catch-up window
         run = ledger.claim(req(f"w{i}", job=catchup, scheduled_at=datetime.fromtimestamp(clock.t - 3600 * i, timezone.utc))).run
-        ledger.finish(run.run_id, run.fence, done())
+        ledger.finish(run, done())
     clock.advance(86400 * 30)
     cutoff = datetime.fromtimestamp(clock.t - 86400, timezone.utc)
     removed = ledger.prune(cutoff, keep_last=2)

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 from cronwrap.errors import LedgerError
 from cronwrap.ledger import base
 from cronwrap.ledger.base import ClaimRequest, Finish, JobInfo
-from cronwrap.ledger.postgres import SCHEMA_VERSION, PostgresLedger, redact_dsn
+from cronwrap.ledger import sql
+from cronwrap.ledger.postgres import PostgresLedger, redact_dsn
 
 pytestmark = pytest.mark.postgres
 
@@ -51,7 +52,7 @@ for key in args["keys"]:
         continue
     out.append({"key": key, "outcome": "claimed", "fence": claim.run.fence,
                 "run_id": claim.run.run_id})
-    ledger.finish(claim.run.run_id, claim.run.fence, Finish(
+    ledger.finish(claim.run, Finish(
         status="succeeded", duration_ms=1, exit_code=0, signal=None, timed_out=False,
         error_tail=None, log_path=None))
 ledger.close()
@@ -122,20 +123,21 @@ def test_schema_creation_raced_by_eight_hosts_creates_one_schema(pg_dsn):
         meta = conn.execute("SELECT key, value FROM cronwrap_meta").fetchall()
     assert tables == [("public", "cronwrap_jobs"), ("public", "cronwrap_meta"),
                       ("public", "cronwrap_runs")]
-    assert meta == [("schema_version", str(SCHEMA_VERSION))]
+    assert meta == [("schema_version", str(max(int(n.split("_")[1]) for n in sql.load("postgres")
+                                               if n.startswith("migration_"))))]
 
 
 def test_migrations_are_idempotent(pg_dsn, pg_ledger):
     run = pg_ledger.claim(claim_req("k1")).run
-    assert pg_ledger.migrate() == SCHEMA_VERSION  # current: nothing to do
+    assert pg_ledger.migrate() == pg_ledger.schema_version  # current: nothing to do
     PostgresLedger(pg_dsn).close()  # a second host starting up
     with admin(pg_dsn) as conn:  # as if migration 1 had not been recorded: it runs again
         conn.execute("UPDATE cronwrap_meta SET value = '0' WHERE key = 'schema_version'")
     assert pg_ledger.migrate() == 0
-    assert pg_ledger.migrate() == SCHEMA_VERSION
+    assert pg_ledger.migrate() == pg_ledger.schema_version
     with admin(pg_dsn) as conn:
         meta = conn.execute("SELECT value FROM cronwrap_meta").fetchall()
-    assert meta == [(str(SCHEMA_VERSION),)]
+    assert meta == [(str(pg_ledger.schema_version),)]
     assert pg_ledger.get_run("settle", run.run_id).status == "running"
 
 
@@ -171,7 +173,7 @@ def test_upsert_of_the_job_is_the_claims_lock_and_a_paused_holder_is_ended(pg_ds
     waiter.join(10)
     assert result["claim"].run is not None and time.monotonic() - started < 5
     with pytest.raises(LedgerError):  # the holder's session was ended: it learns on next use
-        holder.heartbeat(result["claim"].run.run_id, 0, 60)
+        holder.heartbeat(result["claim"].run.replace(fence=0), 60)
     claimer.close()
     holder.close()
 
@@ -193,19 +195,19 @@ def test_key_value_dsn_and_pg_variables_both_work(pg_dsn, monkeypatch):
     led.close()
 
 
-REDACTIONS = [
-    ("postgresql://user:secret@host/db", "postgresql://user:***@host/db"),
+REDACTIONS = [  # a URL: everything up to the last @ (user names too)
+    ("postgresql://user:secret@host/db", "postgresql://***@host/db"),
     ("postgres://user:secret@host:5432/db?sslmode=require",
-     "postgres://user:***@host:5432/db?sslmode=require"),
-    ("postgresql://user@host/db", "postgresql://user@host/db"),
+     "postgres://***@host:5432/db?sslmode=require"),
+    ("postgresql://user@host/db", "postgresql://***@host/db"),
     ("postgresql://host/db", "postgresql://host/db"),
     ("postgresql://", "postgresql://"),
-    ("postgresql://u:p@ss:w/rd@host/db", "postgresql://u:***@host/db"),
-    ("postgresql://u:p%40ss@h1:5432,h2:5433/db", "postgresql://u:***@h1:5432,h2:5433/db"),
-    ("postgresql://u:@host/db", "postgresql://u:***@host/db"),
+    ("postgresql://u:p@ss:w/rd@host/db", "postgresql://***@host/db"),
+    ("postgresql://u:p%40ss@h1:5432,h2:5433/db", "postgresql://***@h1:5432,h2:5433/db"),
+    ("postgresql://u:@host/db", "postgresql://***@host/db"),
     ("postgresql://u@h/db?password=secret&sslmode=require",
-     "postgresql://u@h/db?password=***&sslmode=require"),
-    ("postgresql://u@h/db?sslpassword=secret", "postgresql://u@h/db?sslpassword=***"),
+     "postgresql://***@h/db?password=***&sslmode=require"),
+    ("postgresql://u@h/db?sslpassword=secret", "postgresql://***@h/db?sslpassword=***"),
     ("host=db password=secret user=app", "host=db password=*** user=app"),
     ("password=secret", "password=***"),
     ("host=db password = secret", "host=db password = ***"),
@@ -276,8 +278,8 @@ def test_a_dropped_connection_fails_one_call_and_the_next_reconnects(pg_dsn, pg_
         conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                      "WHERE application_name = 'cronwrap' AND datname = current_database()")
     with pytest.raises(LedgerError, match="query failed"):
-        pg_ledger.heartbeat(run.run_id, run.fence, 60)
-    assert pg_ledger.heartbeat(run.run_id, run.fence, 60)
+        pg_ledger.heartbeat(run, 60)
+    assert pg_ledger.heartbeat(run, 60)
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -299,7 +301,7 @@ def test_awkward_names_and_keys_round_trip(pg_ledger, job, key, host):
         assert claim.skip_reason == base.DUPLICATE
         assert (claim.blocking.job, claim.blocking.run_key) == (job, key)
         return
-    assert pg_ledger.finish(claim.run.run_id, claim.run.fence, done(tail=job + key, log_path=key))
+    assert pg_ledger.finish(claim.run, done(tail=job + key, log_path=key))
     row = pg_ledger.get_run(job, claim.run.run_id)
     assert (row.job, row.run_key, row.host) == (job, key, host)
     assert (row.error_tail, row.log_path) == (job + key, key)

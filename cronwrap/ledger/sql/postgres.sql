@@ -71,6 +71,15 @@ CREATE INDEX IF NOT EXISTS cronwrap_runs_job_created ON cronwrap_runs (job, crea
 CREATE INDEX IF NOT EXISTS cronwrap_runs_running ON cronwrap_runs (job, id)
   WHERE status = 'running';
 
+-- name: migration_2
+-- The runner identity beside host and pid: the boot and the PID namespace the pid belongs to.
+-- Only a runner with the same host, boot and namespace may look the pid up and abandon the
+-- row at once, and two containers with one host name wait for the lease (release 0.1.0's
+-- rows have neither, so they always wait for it). No semicolon in these comments: the
+-- SQLite migration is split into statements at each one.
+ALTER TABLE cronwrap_runs ADD COLUMN IF NOT EXISTS boot_id text;
+ALTER TABLE cronwrap_runs ADD COLUMN IF NOT EXISTS pid_ns bigint;
+
 -- name: upsert_job
 -- Step 1 of the claim: ON CONFLICT DO UPDATE row-locks the job until commit, and a concurrent
 -- first INSERT of the same name waits on the primary key for the same lock, so claims of one
@@ -112,7 +121,8 @@ UPDATE cronwrap_jobs SET fence = fence + 1 WHERE name = %(job)s RETURNING fence
 UPDATE cronwrap_runs SET
   status = 'running', trigger = %(trigger)s, scheduled_at = %(scheduled_at)s,
   skip_reason = NULL, attempts = attempts + 1, host = %(host)s, pid = %(pid)s,
-  pid_start = %(pid_start)s, locked_by = %(host)s,
+  pid_start = %(pid_start)s, boot_id = %(boot_id)s, pid_ns = %(pid_ns)s,
+  locked_by = %(host)s,
   locked_until = %(now)s + make_interval(secs => %(lease)s::float8), fence = %(fence)s,
   started_at = %(now)s, finished_at = NULL, duration_ms = NULL, exit_code = NULL,
   signal = NULL, timed_out = false, error_tail = NULL, log_path = NULL,
@@ -123,6 +133,8 @@ RETURNING *
 -- name: heartbeat
 UPDATE cronwrap_runs SET locked_until = %(now)s + make_interval(secs => %(lease)s::float8)
 WHERE id = %(id)s AND fence = %(fence)s AND status = 'running'
+  AND job = %(job)s AND run_key = %(run_key)s
+  AND host = %(host)s AND pid = %(pid)s AND pid_start = %(pid_start)s
 
 -- name: finish
 UPDATE cronwrap_runs SET
@@ -131,6 +143,8 @@ UPDATE cronwrap_runs SET
   timed_out = %(timed_out)s, error_tail = %(error_tail)s, log_path = %(log_path)s,
   locked_until = NULL
 WHERE id = %(id)s AND fence = %(fence)s AND status = 'running'
+  AND job = %(job)s AND run_key = %(run_key)s
+  AND host = %(host)s AND pid = %(pid)s AND pid_start = %(pid_start)s
 
 -- name: runs_of_job
 SELECT * FROM cronwrap_runs WHERE job = %(job)s AND created_at >= %(since)s

@@ -45,6 +45,15 @@ CREATE INDEX IF NOT EXISTS runs_job_status_id ON runs (job, status, id);
 CREATE INDEX IF NOT EXISTS runs_job_created ON runs (job, created_at, status);
 CREATE INDEX IF NOT EXISTS runs_running ON runs (job, id) WHERE status = 'running';
 
+-- name: migration_2
+-- The runner identity beside host and pid: the boot and the PID namespace the pid belongs to.
+-- Only a runner with the same host, boot and namespace may look the pid up and abandon the
+-- row at once, and two containers with one host name wait for the lease (release 0.1.0's
+-- rows have neither, so they always wait for it). No semicolon in these comments: the
+-- SQLite migration is split into statements at each one.
+ALTER TABLE runs ADD COLUMN boot_id TEXT;
+ALTER TABLE runs ADD COLUMN pid_ns INTEGER;
+
 -- name: upsert_job
 -- last_slot: the newest scheduled slot seen (catch-up planning and "late" count slots after it).
 -- settings: JSON of what prune must respect (the catch-up policy and window).
@@ -78,7 +87,8 @@ UPDATE jobs SET fence = fence + 1 WHERE name = :job RETURNING fence
 UPDATE runs SET
   status = 'running', trigger = :trigger, scheduled_at = :scheduled_at,
   skip_reason = NULL, attempts = attempts + 1, host = :host, pid = :pid,
-  pid_start = :pid_start, locked_by = :host, locked_until = :now + :lease, fence = :fence,
+  pid_start = :pid_start, boot_id = :boot_id, pid_ns = :pid_ns,
+  locked_by = :host, locked_until = :now + :lease, fence = :fence,
   started_at = :now, finished_at = NULL, duration_ms = NULL, exit_code = NULL,
   signal = NULL, timed_out = 0, error_tail = NULL, log_path = NULL, skew_ms = :skew_ms
 WHERE id = :id
@@ -87,6 +97,8 @@ RETURNING *
 -- name: heartbeat
 UPDATE runs SET locked_until = :now + :lease
 WHERE id = :id AND fence = :fence AND status = 'running'
+  AND job = :job AND run_key = :run_key
+  AND host = :host AND pid = :pid AND pid_start = :pid_start
 
 -- name: finish
 UPDATE runs SET
@@ -95,6 +107,8 @@ UPDATE runs SET
   timed_out = :timed_out, error_tail = :error_tail, log_path = :log_path,
   locked_until = NULL
 WHERE id = :id AND fence = :fence AND status = 'running'
+  AND job = :job AND run_key = :run_key
+  AND host = :host AND pid = :pid AND pid_start = :pid_start
 
 -- name: runs_of_job
 SELECT * FROM runs WHERE job = :job AND created_at >= :since ORDER BY id DESC LIMIT :limit
