@@ -163,9 +163,7 @@ class Invocation:
             from cronwrap.hooks import Pinger
 
             self.pinger = Pinger(spec.ping)
-        self.settings = None  # what prune must respect, kept with the job
-        if spec.schedule is not None and spec.catchup != "none":
-            self.settings = f'{{"catchup": "{spec.catchup}", "catchup_window": {spec.catchup_window}}}'
+        self.settings = job_settings(spec)
 
     def event(self, event: str, run: Run | None = None, slot: Slot | None = None, **fields) -> None:
         common = {"job": self.spec.name, "host": self.spec.host, "pid": self.pid}
@@ -211,6 +209,21 @@ class Invocation:
             is_gone=lambda pid, start: not procs.is_alive(pid, start),
             boot_id=self.runner.boot_id, pid_ns=self.runner.pid_ns,
         )
+
+
+def job_settings(spec: JobSpec) -> str | None:
+    """What prune must respect, kept with the job (JSON): the catch-up policy and window, and
+    the job's own --log-dir."""
+    settings: dict[str, object] = {}
+    if spec.schedule is not None and spec.catchup != "none":
+        settings.update(catchup=spec.catchup, catchup_window=spec.catchup_window)
+    if spec.log_dir is not None:
+        settings["log_dir"] = str(spec.log_dir)
+    if not settings:
+        return None
+    import json
+
+    return json.dumps(settings)
 
 
 def run(spec: JobSpec, environ: dict[str, str], now: float | None = None) -> int:
