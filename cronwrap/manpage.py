@@ -334,7 +334,25 @@ RUN_OPTIONS_INTRO: tuple[Block, ...] = (
     f"a one-line error and exit status {errors.EXIT_CRONWRAP} before anything runs.",
 )
 
-MARK_WORDS = ", ".join(f"`{monitor.MARKS[s][0]}` {s}" for s in FINAL)
+# The marks of the history picture that are not ASCII, in words: groff has no glyph for some
+# (✗, ▶) and a terminal without UTF-8 (-Tascii) none for any.
+MARK_NAMES = {"✓": "a check mark", "✗": "a cross", "·": "a dot", "○": "a circle",
+              "▶": "a triangle"}
+
+
+def mark_words() -> str:
+    """``a check mark for succeeded, ..., `T` for timeout``: every mark monitor.MARKS draws."""
+    words = []
+    for status in FINAL:
+        mark = monitor.MARKS[status][0]
+        if not mark.isascii() and mark not in MARK_NAMES:
+            raise KeyError(f"{mark!r}: the history picture draws it for {status}, but "
+                           "MARK_NAMES does not say what it looks like")
+        words.append(f"{MARK_NAMES.get(mark, f'`{mark}`')} for {status}")
+    return ", ".join(words)
+
+
+MARK_WORDS = mark_words()
 
 COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
     "status": (
@@ -1060,11 +1078,16 @@ _CODE = re.compile(r"`([^`]+)`")
 _ITALIC = re.compile(r"\*([^*\s](?:[^*]*[^*\s])?)\*")
 
 
+# Non-ASCII characters of the prose that some device has no glyph for (… on -Tascii and
+# -Tlatin1), in ASCII: a missing glyph is a warning and a gap in the text.
+PORTABLE = {"\u2026": "..."}
+
+
 def esc(text: str) -> str:
     """Plain text for roff: backslashes, hyphens as minus signs (so that options and commands
-    copy and paste), every non-ASCII character as a named glyph."""
+    copy and paste), every other non-ASCII character as a named glyph."""
     text = text.replace("\\", "\\e").replace("-", "\\-")
-    return "".join(c if ord(c) < 128 else f"\\[u{ord(c):04X}]" for c in text)
+    return "".join(c if ord(c) < 128 else PORTABLE.get(c) or f"\\[u{ord(c):04X}]" for c in text)
 
 
 def bold(text: str) -> str:
