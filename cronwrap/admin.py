@@ -355,7 +355,7 @@ def prune(
     keep_last: int = typer.Option(0, "--keep-last", min=0, help="Always keep each job's newest N runs."),
     db: Optional[str] = typer.Option(None, help=DB_HELP),
 ) -> int:
-    """Retention: old ledger rows and log files; never a running run, nor a slot inside its catch-up window."""
+    """Retention: old ledger rows and log files; never a running run, nor a slot inside its catch-up window. Files go in cronwrap's log directory and in each job's own: its --log-dir as the ledger recorded it, CRONWRAP_LOG_DIR, log-dir in the config file; such a directory only if cronwrap would use it itself (a real directory of yours, not writable by others), and in it only cronwrap's own files (NAME/RUN_ID.ATTEMPT.log, events.jsonl.N), never through a symlink."""
     from cronwrap import retention
     from cronwrap.durations import parse_duration
     from cronwrap.paths import resolve_dirs
@@ -363,7 +363,8 @@ def prune(
     age = parse_duration(older_than, "--older-than")
     ledger = _ledger(db)
     try:
-        result = retention.prune(ledger, resolve_dirs(os.environ).logs, age, keep_last, time.time())
+        result = retention.prune(ledger, resolve_dirs(os.environ).logs, age, keep_last,
+                                 time.time(), configured=_log_dirs)
     finally:
         ledger.close()
     print(f"removed {result.runs} runs and {result.files} log files older than {older_than}")
