@@ -128,15 +128,28 @@ def path(text: str, label: str) -> Path:
 
 
 def ledger_url(text: str, label: str) -> str:
+    """``sqlite:///PATH``, a ``postgresql://`` (or ``postgres://``) URI, or a libpq connection
+    string: ``keyword=value`` pairs separated by blanks, values quoted as libpq quotes them
+    (``host=/run/postgresql options='-c search_path=cw'``, ``service=cronwrap``). Only the
+    form is checked here, on every firing and without psycopg; libpq parses the rest where
+    the connection is made (ledger/postgres.py), and an error there names no value."""
     if not _utf8(text):
         raise UsageError(f"{label}: the URL is not valid UTF-8 text")
     if text.startswith("sqlite:///") and len(text) > len("sqlite:///"):
         return text
-    if text.startswith(("postgresql://", "postgres://")) or (" " not in text and "=" in text and
-                                                           text.split("=")[0].isidentifier()):
+    if text.startswith(("postgresql://", "postgres://")) or _starts_with_keyword(text):
         return text
-    raise UsageError(f"{label}: expected sqlite:///PATH or postgresql://… (got a value of "
-                     f"{len(text)} characters that is neither)")
+    # The value may be a password: its length, never its text.
+    raise UsageError(f"{label}: expected sqlite:///PATH, postgresql://… or libpq keyword=value "
+                     f"pairs (got a value of {len(text)} characters that is none of them)")
+
+
+def _starts_with_keyword(text: str) -> bool:
+    """libpq reads a connection string from its first ``keyword =`` (blanks allowed around
+    the ``=``); a keyword is a word of ASCII letters, digits and ``_``."""
+    keyword, equals, _ = text.lstrip().partition("=")
+    keyword = keyword.rstrip()
+    return bool(equals) and keyword.isascii() and keyword.isidentifier()
 
 
 def text_value(text: str, label: str) -> str:

@@ -45,6 +45,11 @@ SESSION_OPTIONS = (f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c TimeZone=UTC
 TCP_SETTINGS = {"keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5",
                 "keepalives_count": "3", "tcp_user_timeout": "30000"}
 
+# Where libpq looks for pg_service.conf when PGSYSCONFDIR is not set is fixed when it is built:
+# this directory for Debian's libpq and for the one psycopg-binary bundles.
+SERVICE_SYSCONFDIR = "/etc/postgresql-common"
+_C_BLANKS = " \t\n\r\f\v"  # C's isspace(), as libpq strips the lines of a service file
+
 _URL_SCHEMES = ("postgresql://", "postgres://")
 _KV_PASSWORD = re.compile(r"(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*(?:'|$)|\S*)",
                           re.IGNORECASE)
@@ -165,6 +170,66 @@ def _label(dsn: str) -> str:
     return f"postgresql ({env or 'libpq defaults'})"
 
 
+def with_session_settings(given: dict[str, str], connect_timeout: float) -> dict[str, str]:
+    """The operator's connection parameters ``given`` plus cronwrap's own, each of those only
+    where the operator set none: in the connection string, in the service it names, or in a
+    PG* variable (libpq's order of precedence). ``options`` holds both: cronwrap's session
+    settings first, so that a later ``-c`` of the operator's wins."""
+    theirs = {**service_settings(given), **given}
+    params = {**{k: v for k, v in TCP_SETTINGS.items() if k not in theirs}, **given}
+    options = theirs["options"] if "options" in theirs else os.environ.get("PGOPTIONS", "")
+    params["options"] = f"{SESSION_OPTIONS} {options}".strip()
+    # libpq counts whole seconds and treats anything below 2 as 2.
+    if "connect_timeout" not in theirs and not os.environ.get("PGCONNECT_TIMEOUT"):
+        params["connect_timeout"] = str(max(2, math.ceil(connect_timeout)))
+    if "fallback_application_name" not in theirs:  # below application_name and PGAPPNAME
+        params["fallback_application_name"] = "cronwrap"
+    return params
+
+
+def service_settings(given: dict[str, str]) -> dict[str, str]:
+    """The parameters of the service the connection names (``service``, else PGSERVICE), from
+    the first file that defines it, in libpq's order: ``servicefile``, PGSERVICEFILE or
+    ~/.pg_service.conf, then pg_service.conf in PGSYSCONFDIR. libpq reads a service's value
+    only for a keyword the connection string leaves out, so a parameter cronwrap adds would
+    hide the service's own. Empty without a service, or when none is found (libpq then says
+    so as it connects)."""
+    service = given.get("service") or os.environ.get("PGSERVICE")
+    if not service:
+        return {}
+    user_file = given.get("servicefile") or os.environ.get("PGSERVICEFILE")
+    if user_file is None:
+        user_file = os.path.join(os.path.expanduser("~"), ".pg_service.conf")
+    system_dir = os.environ.get("PGSYSCONFDIR", SERVICE_SYSCONFDIR)
+    for file in (user_file, os.path.join(system_dir, "pg_service.conf")):
+        found = _service_section(file, service)
+        if found is not None:
+            return found
+    return {}
+
+
+def _service_section(file: str, service: str) -> dict[str, str] | None:
+    """The ``keyword=value`` lines of the first ``[service]`` section of ``file`` as libpq
+    reads them (blank and ``#`` lines skipped, no blanks around ``=``); None without one."""
+    try:
+        with open(file, encoding="utf-8") as handle:
+            lines = handle.read().split("\n")
+    except (OSError, UnicodeDecodeError):
+        return None
+    found: dict[str, str] | None = None
+    for line in (raw.strip(_C_BLANKS) for raw in lines):
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            if found is not None:
+                break  # the section ends at the next one
+            found = {} if line[1:].startswith(service + "]") else None
+        elif found is not None:
+            keyword, _, value = line.partition("=")
+            found[keyword] = value
+    return found
+
+
 class PostgresLedger(SqlLedger):
     """``dsn``: a ``postgresql://`` URL or libpq key=value string; empty uses the PG* variables.
 
@@ -192,16 +257,7 @@ class PostgresLedger(SqlLedger):
             given = conninfo.conninfo_to_dict(self.dsn)
         except psycopg.Error as exc:
             raise _invalid_dsn(self.dsn, exc) from None  # its text may hold the password
-        theirs = given.get("options") or os.environ.get("PGOPTIONS", "")
-        params = {**TCP_SETTINGS, **given}
-        params["options"] = f"{SESSION_OPTIONS} {theirs}".strip()
-        # An operator's own connect_timeout / application_name (URL or PG* variable) wins.
-        # libpq counts whole seconds and treats anything below 2 as 2.
-        if "connect_timeout" not in given and not os.environ.get("PGCONNECT_TIMEOUT"):
-            params["connect_timeout"] = str(max(2, math.ceil(self.connect_timeout)))
-        if "application_name" not in given and not os.environ.get("PGAPPNAME"):
-            params["application_name"] = "cronwrap"
-        return conninfo.make_conninfo("", **params)
+        return conninfo.make_conninfo("", **with_session_settings(given, self.connect_timeout))
 
     def _connect(self) -> None:
         info = self._conninfo()

@@ -1,0 +1,139 @@
+"""``--db`` takes any libpq connection string or URI (issue 12 §4), through the executable.
+
+Each test runs a job with ``--db`` (or ``CRONWRAP_DB``), then reads it back with ``history
+--json``. The job prints the application_name of the other sessions on its database: that is
+cronwrap's own connection, open while the job runs, so the test sees which of the operator's
+parameters reached the server. ``search_path`` shows the same for ``options``: the ledger's
+tables are made in the schema it names.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import conninfo
+
+pytestmark = pytest.mark.postgres
+
+SESSIONS = ("import sys, psycopg\n"
+            "with psycopg.connect(sys.argv[1]) as conn:\n"
+            "    print(*sorted(row[0] for row in conn.execute(\n"
+            "        'SELECT application_name FROM pg_stat_activity WHERE datname = '\n"
+            "        'current_database() AND pid <> pg_backend_pid()')))\n")
+TABLES = {"cronwrap_jobs", "cronwrap_meta", "cronwrap_runs"}
+
+
+def server(pg_dsn: str) -> dict[str, str]:
+    """host, port, user and dbname of the test's fresh database."""
+    return conninfo.conninfo_to_dict(pg_dsn)
+
+
+def keywords(pg_dsn: str) -> str:
+    """The test database as libpq keyword=value pairs, as an operator writes them."""
+    p = server(pg_dsn)
+    return f"host={p['host']} port={p['port']} user={p['user']} dbname={p['dbname']}"
+
+
+def run_and_read(cw, db: str | None, name: str, pg_dsn: str,
+                 env: dict[str, str] | None = None) -> list[str]:
+    """Run one job on ledger ``db`` and read it back; the application names cronwrap's
+    connection showed while it ran."""
+    given = ["--db", db] if db is not None else []
+    proc = cw("run", "-n", name, *given, "--", sys.executable, "-c", SESSIONS, pg_dsn,
+              env=env, check_rc=0)
+    runs = cw.json("history", name, "--json", *given, env=env)
+    assert [(r["job"], r["status"], r["exit_code"]) for r in runs] == [(name, "succeeded", 0)]
+    return proc.stdout.decode().split()
+
+
+def tables(pg_dsn: str) -> dict[str, str]:
+    """cronwrap's tables in the test database, by name, with their schema."""
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        rows = conn.execute("SELECT table_name, table_schema FROM information_schema.tables "
+                            "WHERE table_name LIKE 'cronwrap%'").fetchall()
+    return dict(rows)
+
+
+def create_schema(pg_dsn: str, schema: str) -> None:
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+
+
+def test_keyword_value_pairs_with_sslmode_and_application_name(cw, pg_dsn):
+    db = f"{keywords(pg_dsn)} sslmode=disable application_name=cw_pairs"
+    assert run_and_read(cw, db, "pairs", pg_dsn) == ["cw_pairs"]
+    assert tables(pg_dsn) == dict.fromkeys(TABLES, "public")
+
+
+def test_a_uri_with_query_parameters(cw, pg_dsn):
+    create_schema(pg_dsn, "cwuri")
+    db = (pg_dsn + "?sslmode=disable&connect_timeout=10&application_name=cw_uri"
+          "&options=-c%20search_path%3Dcwuri")
+    assert run_and_read(cw, db, "uri", pg_dsn) == ["cw_uri"]
+    assert tables(pg_dsn) == dict.fromkeys(TABLES, "cwuri")
+
+
+def socket_directory(pg_dsn: str) -> str:
+    """The directory of the server's Unix socket (/var/run/postgresql on Debian's)."""
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        listed = conn.execute("SHOW unix_socket_directories").fetchone()[0]
+        port = conn.execute("SHOW port").fetchone()[0]
+    for directory in (d.strip() for d in listed.split(",")):
+        if os.path.exists(os.path.join(directory, f".s.PGSQL.{port}")):
+            return directory
+    message = f"the server has no Unix socket here (unix_socket_directories = {listed!r})"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message + " (CI=true: PostgreSQL tests are never skipped)")
+    pytest.skip(message)
+
+
+def test_a_socket_directory_as_host_from_the_environment(cw, pg_dsn):
+    p = server(pg_dsn)
+    db = f"host={socket_directory(pg_dsn)} port={p['port']} user={p['user']} dbname={p['dbname']}"
+    env = {"CRONWRAP_DB": db}
+    assert run_and_read(cw, None, "socket", pg_dsn, env=env) == ["cronwrap"]
+    assert tables(pg_dsn) == dict.fromkeys(TABLES, "public")
+
+
+def test_quoted_options_keep_the_operators_search_path(cw, pg_dsn):
+    create_schema(pg_dsn, "cwtest")
+    db = f"{keywords(pg_dsn)} options='-c search_path=cwtest'"
+    assert run_and_read(cw, db, "quoted", pg_dsn) == ["cronwrap"]
+    assert tables(pg_dsn) == dict.fromkeys(TABLES, "cwtest")
+
+
+def test_a_service_keeps_its_own_options_and_application_name(cw, pg_dsn, tmp_path: Path):
+    """libpq reads a service's parameters only where the connection string sets none: the
+    options and application_name cronwrap adds must not hide the service's."""
+    create_schema(pg_dsn, "cwsvc")
+    p = server(pg_dsn)
+    services = tmp_path / "pg_service.conf"
+    services.write_text(
+        "# written by the test\n[other]\noptions=-c search_path=nowhere\n\n"
+        f"[cwsvc]\nhost={p['host']}\nport={p['port']}\nuser={p['user']}\n"
+        f"dbname={p['dbname']}\noptions=-c search_path=cwsvc\napplication_name=cw_service\n")
+    env = {"PGSERVICEFILE": str(services)}
+    assert run_and_read(cw, "service=cwsvc", "service", pg_dsn, env=env) == ["cw_service"]
+    assert tables(pg_dsn) == dict.fromkeys(TABLES, "cwsvc")
+    # What the connection string says still wins over the service.
+    db = "service=cwsvc application_name=cw_override"
+    assert run_and_read(cw, db, "override", pg_dsn, env=env) == ["cw_override"]
+
+
+@pytest.mark.parametrize("db", ["host=x password", "nonsense",
+                                "host=x password='S3cret pw' port",
+                                "password=S3cret-pw host='x"])
+def test_a_bad_connection_string_is_one_line_without_its_values(cw, tmp_path: Path, db):
+    marker = tmp_path / "ran"
+    for args in (["run", "-n", "bad", "--db", db, "--", "touch", str(marker)],
+                 ["history", "bad", "--json", "--db", db]):
+        proc = cw(*args)
+        err = proc.stderr.decode()
+        assert proc.returncode == 125, (args, err)
+        assert len(err.strip().splitlines()) == 1 and err.startswith("cronwrap: "), err
+        assert "S3cret" not in err + proc.stdout.decode()
+    assert not marker.exists()
