@@ -28,6 +28,7 @@ from datetime import timedelta
 from cronwrap.durations import format_duration
 from cronwrap.errors import UsageError
 from cronwrap.record import TYPE_CHECKING
+from cronwrap.spec import MAX_SLOTS
 from cronwrap.schedule import (
     DEFAULT_TOLERANCE,
     Frozen,
@@ -251,22 +252,59 @@ def _apply_policy(missed: list[_Missed], policy: str, max_catchup: int,
     return runs, marks
 
 
+RANGE = ".."
+
+
 def plan_manual(
     schedule: Schedule,
     *,
     date: Date | str | None = None,
     at: datetime | str | None = None,
     key_template: str | None,
-) -> PlannedRun:
-    """The run of ``--date`` (the schedule's first fire time that day) or ``--at`` (a fire
-    time). Strings are parsed as the options are; the ledger decides whether the slot
-    already succeeded (``--force``)."""
+    max_slots: int = MAX_SLOTS,
+) -> list[PlannedRun]:
+    """The runs of ``--date``/``--at``, oldest first. ``--date D``: the schedule's first fire
+    time that day; ``--at T``: T, which must be a fire time. ``FROM..TO`` (either option,
+    both ends inclusive): every slot in the range, slots that share a run key counted once
+    (the earliest, as a firing would have claimed it), at most ``max_slots`` of them or a
+    UsageError before anything runs. Strings are parsed as the options are; the ledger
+    decides whether each slot already succeeded (``--force``)."""
     if (date is None) == (at is None):
         raise UsageError("--date/--at: give exactly one of them")
-    if date is not None:
-        day = parse_date(date) if isinstance(date, str) else date
-        slot = schedule.slot_on_date(day)
+    option, value = ("--date", date) if date is not None else ("--at", at)
+    if not isinstance(value, str) or RANGE not in value:
+        slot = (schedule.slot_on_date(parse_date(date) if isinstance(date, str) else date)
+                if date is not None else
+                schedule.slot_at(parse_timestamp(at, schedule.zone) if isinstance(at, str) else at))
+        return [PlannedRun(slot, run_key(slot, key_template), "manual")]
+    start, end = _range_bounds(schedule, option, value)
+    runs: list[PlannedRun] = []
+    keys: set[str] = set()
+    for slot in schedule.slots_in(start, end):
+        key = run_key(slot, key_template)
+        if key in keys:
+            continue
+        if len(runs) == max_slots:
+            raise UsageError(f"{option} {value}: more than {max_slots} slots of "
+                             f"{schedule.expr!r}; narrow the range or raise --max-slots")
+        keys.add(key)
+        runs.append(PlannedRun(slot, key, "manual"))
+    if not runs:
+        raise UsageError(f"{option} {value}: {schedule.expr!r} has no slot in that range in "
+                         f"{schedule.zone_name}")
+    return runs
+
+
+def _range_bounds(schedule: Schedule, option: str, text: str) -> tuple[datetime, datetime]:
+    """The first and last instant of ``FROM..TO``: whole local days for --date."""
+    first, _, last = text.partition(RANGE)
+    if option == "--date":
+        start = schedule.midnight(parse_date(first, option))
+        end = shifted(schedule.midnight(parse_date(last, option) + timedelta(days=1)), -1)
     else:
-        when = parse_timestamp(at, schedule.zone) if isinstance(at, str) else at
-        slot = schedule.slot_at(when)
-    return PlannedRun(slot, run_key(slot, key_template), "manual")
+        start = parse_timestamp(first, schedule.zone, option)
+        end = parse_timestamp(last, schedule.zone, option)
+    if end < start:
+        raise UsageError(f"{option}: {text!r} ends before it begins (write FROM..TO, the "
+                         "older first)")
+    return start, end

@@ -512,7 +512,22 @@ SLOTS: tuple[Block, ...] = (
     "schedule's zone; a time that is not a fire time is an error naming the nearest ones). The "
     "run has trigger `manual`, and the job sees the slot's time in `CRONWRAP_SCHEDULED_AT` and "
     "`CRONWRAP_BIZ_DATE`, never the time it started. A manual run does not count as the job's "
-    "last seen slot for catch-up. Both need `--schedule`.",
+    "last seen slot for catch-up, and never changes what the job's firings recorded.",
+    "Without `--schedule`, a manual run uses the schedule, zone and key template the ledger "
+    "recorded when cron fired the job (or the job's `[jobs.`*NAME*`]` table); `--tz` and "
+    "`--key` still override them. A job with no recorded schedule needs `--schedule` "
+    f"(exit status {errors.EXIT_CRONWRAP}, one line, nothing run).",
+    "Ranges: *FROM*`..`*TO* (whole days for `--date`, times for `--at`, both ends included) runs "
+    "every slot of the schedule in the range, oldest first, each as its own manual run with its "
+    "own run key and row; slots sharing a run key run once. Slots that already succeeded are "
+    "skipped and listed (unless `--force`); a slot another host is running is skipped, not "
+    "run twice. The range stops at the first slot that does not succeed and exits with that "
+    "run's status; `--keep-going` runs the rest and exits with the first failure's status. A "
+    "range of more than `--max-slots` slots is refused before anything runs.",
+    "`--dry-run` prints what a firing would do — each slot, and whether it would run, run "
+    "again, take over an abandoned run, be skipped (and why), or be recorded `missed` or "
+    "`skipped` (`too_late`) by catch-up — and claims, runs and writes nothing: the ledger is "
+    "read only, no lock is taken, no event logged; it exits with 0.",
 )
 
 CATCHUP: tuple[Block, ...] = (
@@ -689,6 +704,11 @@ EXIT_STATUS: tuple[Block, ...] = (
     "When one firing runs several slots (catch-up), it exits with the status of the first run "
     "that did not exit 0, otherwise with the last run's; a retried slot counts with its last "
     "attempt. Once the job has run, a failure to record its end never changes the status.",
+    "The ledger records the same number: a run's `exit_code` (in `history`, `status`, their "
+    "`--json`, the run log, Prometheus and `--check`) is the status cronwrap returned for it, "
+    f"{errors.EXIT_TIMEOUT} or {errors.EXIT_KILLED} for a timeout (the job's own with "
+    "`--preserve-status`) and 128+*N* for a signal; `signal` and `timed_out` are kept beside "
+    "it.",
     "The administrative commands exit with 0, or with "
     f"{errors.EXIT_CRONWRAP} on an invalid option or argument, an unusable ledger or an unsafe "
     "path; `cronwrap lint` exits with 1 when it found an error.",

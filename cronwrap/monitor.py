@@ -94,8 +94,8 @@ def _critical_reasons(report: JobReport, now: datetime, max_age: float | None) -
     last = s.last_run
     shown = last.shown_status(now) if last else None
     if shown in CRITICAL_LAST and not (shown == base.MISSED and report.missed > 0):
-        detail = (f"exit {last.exit_code}" if shown == base.FAILED and last.exit_code is not None
-                  else last.skip_reason)
+        detail = ", ".join(d for d in (last.skip_reason, None if last.exit_code is None
+                                       else f"exit {last.exit_code}") if d)
         reasons.append(shown + (f" ({detail})" if detail else ""))
     if report.missed > 0:
         reasons.append(f"missed {report.missed} slot{'s' if report.missed != 1 else ''}")
@@ -331,7 +331,8 @@ def history_picture(runs: list[Run], width: int = 60, now: datetime | None = Non
     marks = "".join(MARKS.get(status, ("?", "white"))[0] for status in shown)
     durations = [r.duration_ms / 1000 if r.duration_ms is not None else None for r in ordered]
     spark = sparkline(durations)
-    legend, legend_spans = _legend(shown, durations)
+    codes = [r.exit_code for r in ordered]
+    legend, legend_spans = _legend(shown, durations, codes)
     spans = _style_runs(0, styles) + _style_runs(1, styles) + legend_spans
     return Picture(lines=[marks, spark, legend], spans=spans)
 
@@ -357,7 +358,10 @@ def _style_runs(line: int, styles: list[str]) -> list[tuple[int, int, int, str]]
     return spans
 
 
-def _legend(shown: list[str], durations: list[float | None]) -> tuple[str, list]:
+def _legend(shown: list[str], durations: list[float | None],
+            codes: list[int | None]) -> tuple[str, list]:
+    """Counts per status; for the bad ones, the exit statuses cronwrap returned (timeouts:
+    124, or 137 when KILL was needed)."""
     if not shown:
         return "no runs in this window", []
     parts, spans = [f"{len(shown)} slot{'s' if len(shown) != 1 else ''}, oldest first"], []
@@ -365,7 +369,10 @@ def _legend(shown: list[str], durations: list[float | None]) -> tuple[str, list]
         n = shown.count(status)
         if n:
             start = len("  ".join(parts)) + 2
-            parts.append(f"{mark} {n} {WORDS.get(status, status)}")
+            exits = sorted({c for s, c in zip(shown, codes) if s == status and c is not None})
+            exit_text = f" (exit {', '.join(map(str, exits))})" if exits and status in \
+                (base.FAILED, base.TIMEOUT, base.KILLED) else ""
+            parts.append(f"{mark} {n} {WORDS.get(status, status)}{exit_text}")
             spans.append((2, start, start + len(mark), style))
     known = [d for d in durations if d is not None]
     if known:

@@ -45,9 +45,24 @@ class Attempt(Record):
 
 
 class Timing(Record):
-    """``--schedule`` resolved: the Schedule (None without one) and the zone's name."""
+    """The job's schedule resolved: the Schedule (None without one), its zone's name and its
+    run key template, from --schedule/--tz/--key or, for a manual run without --schedule,
+    as the ledger recorded them when cron fired the job."""
 
-    __slots__ = ("schedule", "zone_name")
+    __slots__ = ("schedule", "zone_name", "key")
+    _defaults = dict(schedule=None, zone_name=None, key=None)
+
+    @property
+    def expr(self) -> str | None:
+        return None if self.schedule is None else self.schedule.expr
+
+
+class FiringPlan(Record):
+    """What a firing will do, before it does any of it: the slots to run in order, the slots
+    to record without running (catch-up marks), and warnings (printed unless ``quiet``)."""
+
+    __slots__ = ("slots", "marks", "warnings", "skew", "quiet")
+    _defaults = dict(marks=(), warnings=(), skew=0.0, quiet=False)
 
 
 def minute_slot(now: float) -> Slot:
@@ -56,33 +71,55 @@ def minute_slot(now: float) -> Slot:
     return Slot(start.strftime("%Y-%m-%dT%H:%M:%SZ"), start.astimezone(), "schedule")
 
 
-def resolve_timing(spec: JobSpec, environ: dict[str, str]) -> Timing:
-    """Validate --schedule/--tz/--key/--date/--at before anything runs."""
-    if spec.schedule is None:
-        for option in ("date", "at", "key"):
-            if getattr(spec, option) is not None:
-                raise UsageError(f"--{option} needs --schedule (the slots come from it)")
-        return Timing(None, None)
+def is_manual(spec: JobSpec) -> bool:
+    return spec.date is not None or spec.at is not None
+
+
+def needs_recorded_schedule(spec: JobSpec) -> bool:
+    """A manual run without --schedule takes the job's schedule from the ledger."""
+    return spec.schedule is None and is_manual(spec)
+
+
+def resolve_timing(spec: JobSpec, environ: dict[str, str],
+                   recorded: JobInfo | None = None) -> Timing:
+    """Validate --schedule/--tz/--key/--date/--at before anything runs. ``recorded``: what
+    the ledger knows of the job, for a manual run without --schedule (--tz and --key still
+    win over what was recorded)."""
+    expr, tz, key = spec.schedule, spec.tz, spec.key
+    if expr is None and is_manual(spec) and recorded is not None and recorded.schedule:
+        expr, tz = recorded.schedule, tz or recorded.tz
+        key = key if key is not None else recorded.key_template
+    if expr is None:
+        option = "date" if spec.date is not None else "at" if spec.at is not None else "key"
+        if option != "key":
+            raise UsageError(f"--{option}: no schedule is recorded for {spec.name!r} (cron has "
+                             "not run it with --schedule yet): pass --schedule EXPR, and --tz "
+                             "and --key as the crontab line has them")
+        if key is not None:
+            raise UsageError("--key needs --schedule (the slots come from it)")
+        return Timing()
     from cronwrap import schedule as sched
 
-    zone, zone_name = sched.resolve_zone(spec.tz, environ, sched.system_zone_name())
-    if spec.key is not None:
-        sched.validate_key_template(spec.key)
+    zone, zone_name = sched.resolve_zone(tz, environ, sched.system_zone_name())
+    if key is not None:
+        sched.validate_key_template(key)
     if spec.date is not None and spec.at is not None:
         raise UsageError("--date and --at both name a slot: give one of them")
-    return Timing(sched.Schedule.parse(spec.schedule, zone, zone_name), zone_name)
+    return Timing(sched.Schedule.parse(expr, zone, zone_name), zone_name, key)
 
 
-def firing_slots(inv: Invocation, ledger: base.Ledger | None, timing: Timing) -> list[Slot]:
-    """The slots this firing runs, in order: catch-ups oldest first, then its own slot."""
+def plan_firing(inv: Invocation, ledger: base.Ledger | None, timing: Timing) -> FiringPlan:
+    """The slots this firing runs, in order (catch-ups oldest first, then its own slot), and
+    what catch-up records: read from the ledger, nothing written."""
     spec = inv.spec
     if timing.schedule is None:
-        return [minute_slot(inv.now)]
+        return FiringPlan([minute_slot(inv.now)])
     from cronwrap import catchup
 
-    if spec.date is not None or spec.at is not None:
-        run = catchup.plan_manual(timing.schedule, date=spec.date, at=spec.at, key_template=spec.key)
-        return [Slot(run.run_key, run.slot, run.trigger)]
+    if is_manual(spec):
+        runs = catchup.plan_manual(timing.schedule, date=spec.date, at=spec.at,
+                                   key_template=timing.key, max_slots=spec.max_slots)
+        return FiringPlan([Slot(r.run_key, r.slot, r.trigger) for r in runs])
     now = datetime.fromtimestamp(inv.now, timezone.utc)
     last_seen, known = None, set()
     if ledger is not None:
@@ -90,7 +127,7 @@ def firing_slots(inv: Invocation, ledger: base.Ledger | None, timing: Timing) ->
         last_seen, known = once_more(ledger.slot_history, spec.name,
                                      now - timedelta(seconds=back))
     plan = catchup.plan_firing(
-        timing.schedule, now, key_template=spec.key, last_seen=last_seen, known_keys=known,
+        timing.schedule, now, key_template=timing.key, last_seen=last_seen, known_keys=known,
         policy=spec.catchup, window=spec.catchup_window, max_catchup=spec.max_catchup)
     if last_seen is not None and plan.runs and plan.runs[-1].slot < last_seen:
         plan.warnings.append(
@@ -100,21 +137,26 @@ def firing_slots(inv: Invocation, ledger: base.Ledger | None, timing: Timing) ->
     # A firing far from any slot is a wrong clock (loudly: cron mails stderr), unless it is
     # hours off under a catch-up policy: then it is an @reboot-style catch-up firing.
     deliberate = not plan.matched and abs(plan.skew_seconds) >= 3600 and spec.catchup != "none"
-    for warning in plan.warnings:
-        inv.event("warning", message=warning, skew_s=round(plan.skew_seconds, 3))
-        if not deliberate:
-            warn(f"{spec.name}: {warning}")
-    for run in plan.runs:
-        if run.trigger == "catchup":
-            inv.event("catchup", run_key=run.run_key, scheduled_at=base.iso(run.slot))
-    if plan.marks and ledger is not None:
-        record_marks(inv, ledger, timing, plan.marks)
     own = plan.runs[-1] if plan.runs and not deliberate else None
     skew = None if plan.matched else plan.skew_seconds  # only a firing off its slot is news
-    return [Slot(r.run_key, r.slot, r.trigger, skew if r is own else None) for r in plan.runs]
+    slots = [Slot(r.run_key, r.slot, r.trigger, skew if r is own else None) for r in plan.runs]
+    return FiringPlan(slots, plan.marks, plan.warnings, plan.skew_seconds, deliberate)
 
 
-def record_marks(inv: Invocation, ledger: base.Ledger, timing: Timing, marks) -> None:
+def announce(inv: Invocation, ledger: base.Ledger | None, plan: FiringPlan) -> None:
+    """Carry out the plan's side: warnings, catch-up events, marks recorded in the ledger."""
+    for warning in plan.warnings:
+        inv.event("warning", message=warning, skew_s=round(plan.skew, 3))
+        if not plan.quiet:
+            warn(f"{inv.spec.name}: {warning}")
+    for slot in plan.slots:
+        if slot.trigger == "catchup":
+            inv.event("catchup", run_key=slot.run_key, scheduled_at=base.iso(slot.scheduled_at))
+    if plan.marks and ledger is not None:
+        record_marks(inv, ledger, plan.marks)
+
+
+def record_marks(inv: Invocation, ledger: base.Ledger, marks) -> None:
     req = inv.request(Slot(marks[0].run_key, marks[0].slot, "schedule"))
     once_more(ledger.record_marks, req, [(m.run_key, m.slot, m.status, m.reason) for m in marks])
     for m in marks:
@@ -148,7 +190,7 @@ class Invocation:
     def __init__(self, spec: JobSpec, environ: dict[str, str], now: float,
                  timing: Timing | None = None) -> None:
         self.spec = spec
-        self.timing = timing or Timing(None, None)
+        self.timing = timing or Timing()
         self.environ = environ
         self.now = now
         self.dirs = resolve_dirs(environ)
@@ -199,7 +241,7 @@ class Invocation:
             max_attempts = max(max_attempts, retry_of + 1)
         # After --overlap replace ended the holder of this very slot, the slot is run again.
         return ClaimRequest(
-            job=JobInfo(spec.name, spec.schedule, self.timing.zone_name, spec.key,
+            job=JobInfo(spec.name, self.timing.expr, self.timing.zone_name, self.timing.key,
                         self.settings),
             run_key=slot.run_key, scheduled_at=slot.scheduled_at,
             trigger=slot.trigger, host=spec.host, pid=self.pid, pid_start=self.pid_start,
@@ -227,8 +269,12 @@ def job_settings(spec: JobSpec) -> str | None:
 
 
 def run(spec: JobSpec, environ: dict[str, str], now: float | None = None) -> int:
-    timing = resolve_timing(spec, environ)
+    timing = None if needs_recorded_schedule(spec) else resolve_timing(spec, environ)
     inv = Invocation(spec, environ, time.time() if now is None else now, timing)
+    if spec.dry_run:
+        from cronwrap import dryrun
+
+        return dryrun.show(inv, timing)
     ledger = None
     try:
         if spec.jitter > 0:  # before connecting: a sleeping firing holds no connection
@@ -237,6 +283,8 @@ def run(spec: JobSpec, environ: dict[str, str], now: float | None = None) -> int
             time.sleep(random.uniform(0, spec.jitter))
         ledger = connect(inv)
         inv.failpoint("after_connect")
+        if timing is None:
+            timing = inv.timing = resolve_timing(spec, environ, recorded_job(inv, ledger))
         lock = take_lock(inv)
         try:
             return run_slots(inv, ledger, timing, lock)
@@ -250,6 +298,11 @@ def run(spec: JobSpec, environ: dict[str, str], now: float | None = None) -> int
             for error in inv.pinger.wait(2.0):
                 inv.event("ping_failed", error=error)
         inv.events.close()
+
+
+def recorded_job(inv: Invocation, ledger: base.Ledger | None) -> JobInfo | None:
+    """What the ledger recorded of the job when cron fired it (schedule, zone, key)."""
+    return None if ledger is None else once_more(ledger.job_info, inv.spec.name)
 
 
 def connect(inv: Invocation) -> base.Ledger | None:
@@ -286,24 +339,33 @@ def once_more(call, *args):
 def run_slots(inv: Invocation, ledger: base.Ledger | None, timing: Timing,
               lock: locks.Lock | None | bool) -> int:
     """Run each slot of the firing under the one lock. The exit status is the first failing
-    run's, else the last run's (a failed catch-up is not hidden by a good current slot)."""
+    run's, else the last run's (a failed catch-up is not hidden by a good current slot). A
+    manual range stops at the first slot that does not succeed, unless --keep-going."""
     try:
-        slots = firing_slots(inv, ledger, timing)
+        plan = plan_firing(inv, ledger, timing)
+        announce(inv, ledger, plan)
     except LedgerError as exc:
         ledger = unreachable(inv, exc)
-        slots = firing_slots(inv, None, timing)
-    if lock is False:
-        slots = slots[-1:]  # the lock is busy: record the firing's own slot as skipped
-    statuses = [run_slot(inv, ledger, slot, lock) for slot in slots]
+        plan = plan_firing(inv, None, timing)
+        announce(inv, None, plan)
+    slots = plan.slots if lock is not False else plan.slots[-1:]  # busy: record its own skip
+    stop_on_failure = is_manual(inv.spec) and not inv.spec.keep_going
+    statuses = []
+    for slot in slots:
+        status, failed = run_slot(inv, ledger, slot, lock)
+        statuses.append(status)
+        if failed and stop_on_failure:
+            break
     return next((s for s in statuses if s != 0), statuses[-1] if statuses else 0)
 
 
 def run_slot(inv: Invocation, ledger: base.Ledger | None, slot: Slot,
-             lock: locks.Lock | None | bool) -> int:
-    """Run a slot, retrying transient failures with backoff, then tell hooks and pings."""
+             lock: locks.Lock | None | bool) -> tuple[int, bool]:
+    """Run a slot, retrying transient failures with backoff, then tell hooks and pings.
+    Returns cronwrap's exit status for it, and whether it ran and did not succeed."""
     attempt = claim_and_execute(inv, ledger, slot, lock)
     if isinstance(attempt, int):
-        return attempt  # nothing ran: a skip
+        return attempt, False  # nothing ran: a skip
     first = attempt.run.attempt
     while (delay := retry_delay(inv, attempt, first)) is not None:
         inv.event("retry", run=attempt.run, status=attempt.result.status,
@@ -314,7 +376,7 @@ def run_slot(inv: Invocation, ledger: base.Ledger | None, slot: Slot,
             break  # the slot was taken in the meantime (another host retried it)
         attempt = again
     after_slot(inv, ledger, attempt)
-    return attempt.exit_status
+    return attempt.exit_status, attempt.result.status != base.SUCCEEDED
 
 
 def retry_delay(inv: Invocation, attempt: Attempt, first: int) -> float | None:
@@ -581,7 +643,8 @@ def execute(inv: Invocation, ledger: base.Ledger, claim: Claim, lock: locks.Lock
     if capture.error:  # e.g. the disk filled up while the job ran: the capture is cut short
         inv.events.report(capture.error)
     status = outcome.exit_status(spec.preserve_status)
-    result = finish_of(outcome, capture, log_file, heartbeat is not None and heartbeat.lost)
+    result = finish_of(outcome, status, capture, log_file,
+                       heartbeat is not None and heartbeat.lost)
     if ledger is not None:
         record_finish(inv, ledger, run, result)
     stopped = outcome.timed_out or outcome.stop_reason is not None or bool(outcome.forwarded)
@@ -629,7 +692,11 @@ def wrapper_usage() -> dict[str, int]:
             "wrapper_maxrss_kb": peak}
 
 
-def finish_of(outcome, capture: OutputCapture, log_file: Path, lease_lost: bool) -> Finish:
+def finish_of(outcome, exit_status: int, capture: OutputCapture, log_file: Path,
+              lease_lost: bool) -> Finish:
+    """The run's record. Its exit_code is the status cronwrap returned for it (124, or 137
+    when KILL was needed, for a timeout; 128+N for a signal; the job's own otherwise): what
+    cron saw is what the ledger says. The ending signal and timed_out are kept beside it."""
     if lease_lost or outcome.stop_reason == base.LEASE_LOST:
         status, reason = base.KILLED, base.LEASE_LOST
     elif outcome.timed_out:
@@ -645,7 +712,7 @@ def finish_of(outcome, capture: OutputCapture, log_file: Path, lease_lost: bool)
         error = outcome.spawn_error.encode("utf-8", "backslashreplace").decode()
         tail = (tail or "") + f"cronwrap: {error}\n"
     return Finish(
-        status=status, duration_ms=int(outcome.duration * 1000), exit_code=outcome.exit_code,
+        status=status, duration_ms=int(outcome.duration * 1000), exit_code=exit_status,
         signal=outcome.signal, timed_out=outcome.timed_out, error_tail=tail,
         log_path=str(log_file) if capture.written or capture.total else None, skip_reason=reason,
     )

@@ -455,9 +455,18 @@ class Schedule(Frozen):
         ahead = seconds_between(t, self.next_after(t))
         return None, ahead if -ahead < skew else skew
 
+    def slots_in(self, start: datetime, end: datetime) -> Iterator[datetime]:
+        """Fire times ``s`` with ``start <= s <= end``, ascending (fire times are whole
+        minutes, so a second before ``start`` excludes nothing of the range)."""
+        return self.slots_between(shifted(start, -1), end)
+
+    def midnight(self, day: date) -> datetime:
+        """The first instant of local ``day`` (a midnight skipped by DST: the jump's end)."""
+        return _local_to_instant(datetime(day.year, day.month, day.day), self.zone)
+
     def slot_on_date(self, day: date) -> datetime:
         """The first fire time on local ``day`` (``--date``); an error when there is none."""
-        midnight = _local_to_instant(datetime(day.year, day.month, day.day), self.zone)
+        midnight = self.midnight(day)
         slot = self.next_after(shifted(midnight, -1))
         if slot.date() == day:
             return slot

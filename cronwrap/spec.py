@@ -219,6 +219,7 @@ class Option(Record):
 
 
 OUTPUT_MODES = ("passthrough", "on-failure", "quiet")
+MAX_SLOTS = 100  # --max-slots: an accidental ten-year --date range is refused before it runs
 OVERLAPS = ("skip", "wait", "replace", "allow")
 LOCKS = ("flock", "pid", "none")
 
@@ -265,13 +266,25 @@ OPTIONS: tuple[Option, ...] = (
            "Slots", text_value, "ZONE"),
     Option("key", "Run key template: strftime of the slot in its zone, e.g. %Y-%m-%d for once "
            "per day (default: the slot's instant in UTC).", "Slots", text_value, "TEMPLATE"),
-    Option("date", "Run the slot of this day by hand (the schedule's time of day in its zone); "
-           "the job sees that slot's time. Needs --schedule.", "Slots", text_value, "YYYY-MM-DD"),
+    Option("date", "Run the slot of this day by hand (the schedule's first fire time that day "
+           "in its zone); the job sees that slot's time. FROM..TO runs every slot of those "
+           "days, oldest first, each its own run. Without --schedule, the schedule, zone and "
+           "key cron recorded for the job are used.", "Slots", text_value,
+           "YYYY-MM-DD[..YYYY-MM-DD]"),
     Option("at", "Run the slot at this time by hand (ISO 8601; without an offset, in the "
-           "schedule's zone). Needs --schedule.", "Slots", text_value, "TIMESTAMP"),
+           "schedule's zone); FROM..TO runs every slot in between, both ends included. "
+           "Without --schedule, as --date.", "Slots", text_value, "TIMESTAMP[..TIMESTAMP]"),
     Option("force", "Run even if this slot already ran, successfully or not (for a person "
            "re-running by hand). A slot held by a live run is never taken.",
            "Slots", default=False),
+    Option("keep-going", "With a --date/--at range: run the remaining slots after one that did "
+           "not succeed, and exit with the first failure's status (default: stop there).",
+           "Slots", default=False),
+    Option("max-slots", "A --date/--at range of more slots than this is refused before "
+           "anything runs.", "Slots", count, "N", MAX_SLOTS),
+    Option("dry-run", "Print what this firing would do — each slot, and whether it would run, "
+           "be skipped (and why) or be recorded missed by catch-up — and claim, run and "
+           "write nothing; exit 0.", "Slots", default=False),
     Option("catchup", "Slots that never ran (host down, cron stopped): none records them "
            "missed; latest runs only the newest; all runs them oldest first. Each runs with "
            "its own key and original time.", "Catch-up", choice("none", "latest", "all"),

@@ -144,9 +144,18 @@ class Ledger(Protocol):
         pid, ``locked_until = now + lease`` and ``fence`` = the job's next fence value.
         Otherwise answers the skip reason (``overlap`` or ``duplicate``) and the row in the way."""
 
+    def preview(self, req: ClaimRequest) -> Claim:
+        """What ``claim(req)`` would answer now, reading only: ``run`` is None; skip_reason
+        None means it would claim (``blocking``: the existing row it would take, if any,
+        ``took_over`` when that row is abandoned), else the reason and the row in the way."""
+
     def record_skip(self, req: ClaimRequest, reason: str) -> Claim:
         """The local lock is busy: record ``skipped``/``reason`` for a new key, or report
         ``duplicate`` with the existing row. Never takes a row."""
+
+    def job_info(self, job: str) -> JobInfo | None:
+        """What the job's firings recorded (schedule, zone, key template, settings), or None
+        for a job the ledger has not seen."""
 
     def slot_history(self, job: str, since: datetime) -> tuple[datetime | None, set[str]]:
         """The newest scheduled slot seen for ``job`` (None: none yet; manual runs do not

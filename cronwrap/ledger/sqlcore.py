@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from typing import Any, Iterator
 
 from cronwrap.ledger import base
-from cronwrap.ledger.base import Claim, ClaimRequest, Finish, JobSummary, Run
+from cronwrap.ledger.base import Claim, ClaimRequest, Finish, JobInfo, JobSummary, Run
 
 _TIME_COLUMNS = ("scheduled_at", "locked_until", "started_at", "finished_at")
 
@@ -78,6 +78,25 @@ class SqlLedger(ABC):
             )
             return Claim(run=self._run(claimed), took_over=took_over)
 
+    def preview(self, req: ClaimRequest) -> Claim:
+        """What ``claim(req)`` would answer now, read only (``--dry-run``): no run; the skip
+        reason (None: it would claim) and the row in the way or the row it would take."""
+        with self._tx(write=False) as cur:
+            now = self._db_now(cur)
+            live = self._live_runs(cur, req, now, expire=False)
+            others = [r for r in live if r.run_key != req.run_key]
+            if req.overlap_skip and others:
+                return Claim(run=None, skip_reason=base.OVERLAP, blocking=others[0])
+            found = self._one(cur, "run_by_key", job=req.job.name, run_key=req.run_key)
+        if found is None:
+            return Claim(run=None)
+        row = self._run(found)
+        if row.status == base.RUNNING and all(r.run_id != row.run_id for r in live):
+            row = row.replace(locked_until=self._from_db(now))  # the claim would expire it
+        reason = decide(row, req, self._from_db(now))
+        return Claim(run=None, skip_reason=reason, blocking=row,
+                     took_over=reason is None and row.status == base.RUNNING)
+
     def record_skip(self, req: ClaimRequest, reason: str) -> Claim:
         with self._tx() as cur:
             now = self._db_now(cur)
@@ -94,6 +113,14 @@ class SqlLedger(ABC):
             keys = {r["run_key"] for r in self._all(cur, "keys_since", job=job,
                                                      since=self._to_db(since))}
         return self._from_db(row["last_slot"]), keys
+
+    def job_info(self, job: str) -> JobInfo | None:
+        with self._tx(write=False) as cur:
+            row = self._one(cur, "job_by_name", job=job)
+        if row is None:
+            return None
+        return JobInfo(row["name"], row["schedule"], row["tz"], row["key_template"],
+                       row["settings"])
 
     def record_marks(self, req: ClaimRequest, marks: list[tuple[str, datetime, str, str | None]]
                      ) -> int:
@@ -180,19 +207,23 @@ class SqlLedger(ABC):
     def _upsert_job(self, cur: Any, req: ClaimRequest, now: Any,
                     last_slot: datetime | None = None) -> None:
         job = req.job
-        if last_slot is None and req.trigger != "manual":  # a manual run is not the schedule
-            last_slot = req.scheduled_at
+        if req.trigger == "manual":  # a manual run is not the schedule: what cron recorded stays
+            self._exec(cur, "touch_job", job=job.name, schedule=job.schedule, tz=job.tz,
+                       key_template=job.key_template, settings=job.settings, now=now)
+            return
         self._exec(cur, "upsert_job", job=job.name, schedule=job.schedule, tz=job.tz,
                    key_template=job.key_template, settings=job.settings, now=now,
-                   last_slot=self._to_db(last_slot))
+                   last_slot=self._to_db(last_slot or req.scheduled_at))
 
-    def _live_runs(self, cur: Any, req: ClaimRequest, now: Any) -> list[Run]:
-        """Running rows with a live lease; this runner's rows whose wrapper is gone expire now."""
+    def _live_runs(self, cur: Any, req: ClaimRequest, now: Any, expire: bool = True) -> list[Run]:
+        """Running rows with a live lease; this runner's rows whose wrapper is gone expire now
+        (``expire`` False: they are only left out)."""
         live = []
         now_dt = self._from_db(now)
         for row in map(self._run, self._all(cur, "running_of_job", job=req.job.name)):
             if req.same_runner(row) and req.is_gone(row.pid, row.pid_start):
-                self._exec(cur, "expire_lease", id=row.run_id, now=now)
+                if expire:
+                    self._exec(cur, "expire_lease", id=row.run_id, now=now)
                 continue
             if row.locked_until is not None and row.locked_until > now_dt:
                 live.append(row)

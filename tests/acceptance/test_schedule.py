@@ -188,7 +188,7 @@ def test_status_shows_a_late_job(clocked, seen):
     (["--schedule", "@daily", "--key", "constant"], "--key"),
     (["--schedule", "@daily", "--date", "2026-02-30"], "--date"),
     (["--schedule", "@daily", "--at", "yesterday"], "--at"),
-    (["--date", "2026-10-28"], "needs --schedule"),
+    (["--date", "2026-10-28"], "pass --schedule"),  # no schedule recorded for the job yet
     (["--schedule", "@daily", "--catchup", "some"], "--catchup"),
     (["--schedule", "@daily", "--max-catchup", "-1"], "--max-catchup"),
 ])

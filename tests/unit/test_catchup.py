@@ -215,13 +215,13 @@ SETTLE = Schedule.parse("30 1 * * *", BERLIN, "Europe/Berlin")
 
 
 def test_manual_by_date():
-    run = plan_manual(SETTLE, date=date(2026, 10, 28), key_template=None)
+    (run,) = plan_manual(SETTLE, date=date(2026, 10, 28), key_template=None)
     assert run == PlannedRun(datetime(2026, 10, 28, 1, 30, tzinfo=BERLIN), "2026-10-28T00:30:00Z", "manual")
-    assert plan_manual(SETTLE, date="2026-10-28", key_template="%Y-%m-%d").run_key == "2026-10-28"
+    assert plan_manual(SETTLE, date="2026-10-28", key_template="%Y-%m-%d")[0].run_key == "2026-10-28"
 
 
 def test_manual_at():
-    run = plan_manual(SETTLE, at="2026-10-28 01:30", key_template=None)
+    (run,) = plan_manual(SETTLE, at="2026-10-28 01:30", key_template=None)
     assert run.slot.isoformat() == "2026-10-28T01:30:00+01:00" and run.trigger == "manual"
     with pytest.raises(UsageError, match="^--at: .* is not a fire time"):
         plan_manual(SETTLE, at="2026-10-28 02:30", key_template=None)
@@ -237,3 +237,38 @@ def test_manual_at():
 def test_manual_errors(kwargs, words):
     with pytest.raises(UsageError, match=words):
         plan_manual(SETTLE, key_template=None, **kwargs)
+
+
+def test_a_date_range_runs_every_slot_oldest_first():
+    runs = plan_manual(SETTLE, date="2026-10-24..2026-10-26", key_template="%Y-%m-%d")
+    assert [r.run_key for r in runs] == ["2026-10-24", "2026-10-25", "2026-10-26"]
+    assert {r.trigger for r in runs} == {"manual"}
+    assert runs[1].slot.isoformat() == "2026-10-25T01:30:00+02:00"  # fall-back day, before 03:00
+
+
+def test_a_range_counts_slots_sharing_a_key_once():
+    hourly = Schedule.parse("0 * * * *", BERLIN, "Europe/Berlin")
+    per_day = plan_manual(hourly, date="2026-10-27..2026-10-28", key_template="%Y-%m-%d")
+    assert [(r.run_key, r.slot.hour) for r in per_day] == [("2026-10-27", 0), ("2026-10-28", 0)]
+    every = plan_manual(hourly, at="2026-10-28 10:00..2026-10-28 12:00", key_template=None)
+    assert [r.slot.hour for r in every] == [10, 11, 12]  # both ends inclusive
+
+
+def test_a_range_over_the_cap_is_refused_before_anything_runs():
+    with pytest.raises(UsageError, match="more than 100 slots .* raise --max-slots"):
+        plan_manual(SETTLE, date="2016-01-01..2026-01-01", key_template=None)
+    assert len(plan_manual(SETTLE, date="2026-01-01..2026-12-31", key_template=None,
+                           max_slots=365)) == 365
+
+
+@pytest.mark.parametrize("text, words", [("2026-10-28..2026-10-27", "ends before it begins"),
+                                          ("2026-10-28..soon", "is not a date")])
+def test_bad_ranges(text, words):
+    with pytest.raises(UsageError, match=words):
+        plan_manual(SETTLE, date=text, key_template=None)
+
+
+def test_a_range_without_a_slot_says_so():
+    mondays = Schedule.parse("0 3 * * 1", BERLIN, "Europe/Berlin")
+    with pytest.raises(UsageError, match="has no slot in that range"):
+        plan_manual(mondays, date="2026-10-27..2026-10-28", key_template=None)  # Tue, Wed

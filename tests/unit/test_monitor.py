@@ -304,10 +304,11 @@ def test_textfile_refuses_a_directory(tmp_path):
 
 def history() -> list[Run]:
     """Newest first, as Ledger.runs returns them."""
-    statuses = [("succeeded", 10.0), ("failed", 20.0), ("timeout", 40.0), ("skipped", None),
-                ("missed", None), ("succeeded", 5.0), ("killed", 1.0)]
-    runs = [run(status=s, duration=d, ago=(len(statuses) - i) * HOUR, run_id=i + 1)
-            for i, (s, d) in enumerate(statuses)]
+    statuses = [("succeeded", 10.0, 0), ("failed", 20.0, 3), ("timeout", 40.0, 124),
+                ("skipped", None, None), ("missed", None, None), ("succeeded", 5.0, 0),
+                ("killed", 1.0, 143)]
+    runs = [run(status=s, duration=d, exit_code=c, ago=(len(statuses) - i) * HOUR, run_id=i + 1)
+            for i, (s, d, c) in enumerate(statuses)]
     return runs[::-1]
 
 
@@ -317,7 +318,8 @@ def test_marks_run_oldest_to_newest_with_a_sparkline_under_them():
     assert marks == "✓✗T·○✓K"
     assert spark == "▃▅█  ▂▁"
     assert len(marks) == len(spark)
-    assert legend.startswith("7 slots, oldest first  ✓ 2 ok  ✗ 1 failed  T 1 timeout  K 1 killed")
+    assert legend.startswith("7 slots, oldest first  ✓ 2 ok  ✗ 1 failed (exit 3)  "
+                             "T 1 timeout (exit 124)  K 1 killed (exit 143)")
     assert legend.endswith("█ = 40s")
 
 

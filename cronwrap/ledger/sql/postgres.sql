@@ -97,6 +97,14 @@ ON CONFLICT (name) DO UPDATE SET
   key_template = excluded.key_template, last_seen = excluded.last_seen,
   last_slot = GREATEST(cronwrap_jobs.last_slot, excluded.last_slot)
 
+-- name: touch_job
+-- A manual run (--date, --at) is not cron's firing: it leaves what the job's firings recorded
+-- (schedule, zone, key template, settings, last slot) as it is. A job seen first by hand gets
+-- what the manual run knows.
+INSERT INTO cronwrap_jobs (name, schedule, tz, key_template, settings, first_seen, last_seen)
+VALUES (%(job)s, %(schedule)s, %(tz)s, %(key_template)s, %(settings)s, %(now)s, %(now)s)
+ON CONFLICT (name) DO UPDATE SET last_seen = excluded.last_seen
+
 -- name: running_of_job
 SELECT * FROM cronwrap_runs WHERE job = %(job)s AND status = 'running' ORDER BY id
 

@@ -65,6 +65,14 @@ ON CONFLICT (name) DO UPDATE SET
   last_slot = CASE WHEN jobs.last_slot IS NULL OR excluded.last_slot > jobs.last_slot
                    THEN coalesce(excluded.last_slot, jobs.last_slot) ELSE jobs.last_slot END
 
+-- name: touch_job
+-- A manual run (--date, --at) is not cron's firing: it leaves what the job's firings recorded
+-- (schedule, zone, key template, settings, last slot) as it is. A job seen first by hand gets
+-- what the manual run knows.
+INSERT INTO jobs (name, schedule, tz, key_template, settings, first_seen, last_seen)
+VALUES (:job, :schedule, :tz, :key_template, :settings, :now, :now)
+ON CONFLICT (name) DO UPDATE SET last_seen = excluded.last_seen
+
 -- name: running_of_job
 SELECT * FROM runs WHERE job = :job AND status = 'running' ORDER BY id
 

@@ -1,0 +1,75 @@
+"""``cronwrap run --dry-run``: what a firing would do, with nothing claimed, run or written.
+
+The same planning as a real firing (runner.plan_firing: catch-up, manual slots and ranges),
+then for each slot the answer the ledger's claim would give now (``Ledger.preview``, a read).
+The ledger is opened read-only; no lock is taken, no event logged, no outbox delivered. It is
+also how an operator asks "what will the next firing do?".
+"""
+
+from __future__ import annotations
+
+import sys
+
+from cronwrap.errors import LedgerError
+from cronwrap.ledger import base
+from cronwrap.runner import (Invocation, Slot, Timing, open_ledger, plan_firing, recorded_job,
+                             resolve_timing)
+
+
+def show(inv: Invocation, timing: Timing | None) -> int:
+    ledger, problem = None, None
+    try:
+        ledger = open_ledger(inv.spec.db, inv.dirs, read_only=True)
+    except LedgerError as exc:
+        problem = str(exc)
+    try:
+        if timing is None:
+            timing = inv.timing = resolve_timing(inv.spec, inv.environ, recorded_job(inv, ledger))
+        plan = plan_firing(inv, ledger, timing)
+        lines = [header(inv, timing)]
+        if problem:
+            lines.append(f"  the ledger cannot be read ({problem}): a real firing would "
+                         + ("run unrecorded" if inv.spec.on_db_error != "fail" else "fail (125)"))
+        lines += [slot_line(slot, verdict(inv, ledger, slot)) for slot in plan.slots]
+        lines += [slot_line(Slot(m.run_key, m.slot, "catchup"),
+                            f"record {m.status}" + (f" ({m.reason})" if m.reason else ""))
+                  for m in plan.marks]
+        lines += [f"  warning: {w}" for w in plan.warnings]
+    finally:
+        if ledger is not None:
+            ledger.close()
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def header(inv: Invocation, timing: Timing) -> str:
+    what = (f"schedule {timing.expr!r} in {timing.zone_name}"
+            + (f", key {timing.key!r}" if timing.key else "")) if timing.schedule else \
+        "no schedule: the slot is the minute it fires in"
+    return f"dry run of {inv.spec.name}, {what}; nothing is claimed, run or written:"
+
+
+def slot_line(slot: Slot, text: str) -> str:
+    return f"  {slot.scheduled_at.isoformat()}  {slot.run_key}  {slot.trigger:<8} {text}"
+
+
+def verdict(inv: Invocation, ledger: base.Ledger | None, slot: Slot) -> str:
+    """run / run again / take over / skip, and why, as the claim would decide now."""
+    if ledger is None:
+        return "run (the ledger cannot tell what ran)"
+    answer = ledger.preview(inv.request(slot))
+    row = answer.blocking
+    if answer.skip_reason == base.OVERLAP:
+        return (f"skip (overlap): run {row.run_id} of slot {row.run_key} is running on "
+                f"{row.host} (pid {row.pid})")
+    if answer.skip_reason is not None:
+        if row.status == base.RUNNING:
+            return f"skip: running now on {row.host} (run {row.run_id}, pid {row.pid})"
+        return (f"skip: already ran (run {row.run_id}, {row.status})"
+                + ("; --force runs it again" if row.status == base.SUCCEEDED else
+                   "; no attempts left: --max-attempts, or --date/--at by hand, runs it"))
+    if row is None:
+        return "run (attempt 1)"
+    if answer.took_over:
+        return f"take over run {row.run_id} (abandoned by {row.host}), attempt {row.attempt + 1}"
+    return f"run again (attempt {row.attempt + 1}; run {row.run_id} {row.status})"
