@@ -230,12 +230,15 @@ def logs(
 @cli.command()
 def unlock(
     name: str = typer.Argument(..., help="Job name."),
+    lock_file: Optional[str] = typer.Option(None, "--lock-file", help="The job's lock file, when its crontab line gives --lock-file (default: CRONWRAP_LOCK_FILE, lock-file in the config file, else NAME.lock in cronwrap's lock directory)."),
     db: Optional[str] = typer.Option(None, help=DB_HELP),
 ) -> int:
-    """Expire the leases of a job's running runs, for an operator who knows the holder is dead."""
+    """Expire the leases of a job's running runs, for an operator who knows the holder is dead; and tell who holds the job's local lock on this host (wrapper and job PIDs, alive or gone). A lock a live process holds is never broken; a PID lock whose holder is gone is released (its holder record is removed)."""
+    from cronwrap import locks
     from cronwrap.textsafe import safe_text
 
     name = _name(name)
+    path, lock_dir = _lock_file(name, lock_file)  # a bad path stops unlock before any change
     ledger = _ledger(db)
     try:
         released = ledger.unlock(name)
@@ -246,7 +249,59 @@ def unlock(
                         f"fence {r.fence}"))
     if not released:
         print(f"{name}: no running run holds a lease")
+    state = locks.inspect(path, lock_dir)
+    removed = locks.release_stale(path, lock_dir) if state.stale else None
+    print(safe_text(_lock_line(name, state, removed)))
     return 0
+
+
+def _lock_file(name: str, given: Optional[str]) -> tuple[Path, Path]:
+    """The job's lock file as its firings on this host find it (--lock-file,
+    CRONWRAP_LOCK_FILE, lock-file in the config file, else the default), and the lock
+    directory that keeps its holder record."""
+    from cronwrap import config, locks, spec
+    from cronwrap.paths import resolve_dirs
+
+    lock_dir = resolve_dirs(os.environ).locks
+    merged = config.merge({} if given is None else {"lock-file": given}, os.environ, _config(),
+                          name)
+    value = merged.values.get("lock-file")
+    if value is None:
+        return locks.default_lock_file(lock_dir, name), lock_dir
+    return spec.path(value, merged.label("lock-file")), lock_dir
+
+
+def _lock_line(name: str, state, removed) -> str:
+    """One line about the job's local lock (``state``: locks.LockState; ``removed``: the
+    holder whose stale record unlock removed, or None)."""
+    where = f"{name}: lock {state.path}"
+    if not state.exists:
+        return f"{name}: no lock file {state.path} on this host"
+    if state.problem:
+        return f"{name}: lock not inspected: {state.problem}"
+    if removed is not None:
+        return (f"{where} is free: its last holder ({_pids(removed)}) is gone; removed its "
+                "holder record (for a PID lock, that releases it)")
+    if state.held:
+        return f"{where} is held (flock) by {_holder(state)}; left alone: a live process holds it"
+    if state.live:
+        return f"{where} is held (PID lock) by {_holder(state)}; left alone: its holder lives"
+    return f"{where} is free"
+
+
+def _pids(holder) -> str:
+    return f"wrapper pid {holder.pid}" + (f", job pid {holder.job_pid}" if holder.job_pid else "")
+
+
+def _holder(state) -> str:
+    """Who the holder record names, each process alive or gone."""
+    holder = state.holder
+    if holder is None:
+        return "a process cronwrap has no record of"
+    shown = {True: "alive", False: "gone", None: "cannot be checked here: another PID namespace"}
+    job = f"job pid {holder.job_pid} ({shown[state.job_alive]})" if holder.job_pid \
+        else "no job started yet"
+    return f"wrapper pid {holder.pid} ({shown[state.wrapper_alive]}), {job}"
 
 
 @cli.command()

@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 from cronwrap import procs
-from cronwrap.errors import LockError
-from cronwrap.paths import ensure_private_dir, open_private
+from cronwrap.errors import LockError, PathError
+from cronwrap.paths import check_dir, ensure_private_dir, file_name, open_private
 from cronwrap.record import Record
 
 POLL = 0.05
@@ -258,3 +258,101 @@ def _killpg(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
     except ProcessLookupError:
         pass
+
+
+# -- cronwrap unlock: who holds a lock, and releasing one whose holder is gone --------------
+
+def default_lock_file(lock_dir: Path, job: str) -> Path:
+    """Where a job's lock file is when no --lock-file is given."""
+    return lock_dir / f"{file_name(job)}.lock"
+
+
+class LockState(Record):
+    """What ``inspect`` found at a lock file. ``problem``: why it could not be looked at (a
+    symlink, another user's file); ``held``: a kernel flock on it is held (by a ``--lock
+    flock`` holder, or for an instant by a ``--lock pid`` check); ``holder``: cronwrap's record
+    of who took it last; ``live``: that holder lives, or cannot be checked from here;
+    ``wrapper_alive``, ``job_alive``: each process, None when it cannot be checked here
+    (another PID namespace)."""
+
+    __slots__ = ("path", "exists", "problem", "held", "holder", "live", "wrapper_alive",
+                 "job_alive")
+    _defaults = dict(exists=True, problem=None, held=False, holder=None, live=False,
+                     wrapper_alive=None, job_alive=None)
+
+    @property
+    def stale(self) -> bool:
+        """A holder record of processes that are gone, on a lock no one holds: for a PID lock
+        the record is the lock; for a flock it only names the last holder."""
+        return not self.held and self.holder is not None and not self.live
+
+
+def inspect(path: Path, lock_dir: Path, here: procs.Runner | None = None) -> LockState:
+    """Who holds the lock at ``path``, changing nothing: no file is created, no symlink
+    followed; the flock is tried without waiting and let go at once (a ``--lock flock``
+    firing at that very instant finds the lock busy and skips)."""
+    if not os.path.lexists(path):
+        return LockState(path, exists=False)
+    try:
+        fd = open_private(path, os.O_RDONLY)
+    except PathError as exc:
+        return LockState(path, problem=str(exc))
+    try:
+        held = not _try_flock(fd)
+        if not held:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        holder = HolderFile(lock_dir, fd).read()
+    finally:
+        os.close(fd)
+    here = here or procs.Runner("")
+    return LockState(path, held=held, holder=holder, **_liveness(holder, here))
+
+
+def release_stale(path: Path, lock_dir: Path, here: procs.Runner | None = None) -> Holder | None:
+    """Remove the holder record of a lock no one holds whose holder is gone, checked again
+    under the brief flock a PID lock takes (so never a record a firing is writing): that
+    releases a ``--lock pid`` lock. The record removed, or None when nothing was."""
+    try:
+        fd = open_private(path, os.O_RDONLY)
+    except PathError:
+        return None
+    try:
+        if not _try_flock(fd):
+            return None
+        record = HolderFile(lock_dir, fd)
+        holder = record.read()
+        if holder is None or holder.alive(here or procs.Runner("")) or \
+                not all(map(_private, (lock_dir, record.dir))):
+            return None
+        record.remove()
+        return holder
+    finally:
+        os.close(fd)  # lets the flock go
+
+
+def _try_flock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _liveness(holder: Holder | None, here: procs.Runner) -> dict[str, bool | None]:
+    if holder is None:
+        return {}
+    live = holder.alive(here)
+    if not here.same_namespace(holder.boot_id, holder.pid_ns):
+        known = None if live else False  # another PID namespace, or an earlier boot: all gone
+        return dict(live=live, wrapper_alive=known, job_alive=known)
+    return dict(live=live, wrapper_alive=procs.is_alive(holder.pid, holder.start),
+                job_alive=procs.is_alive(holder.job_pid, holder.job_start))
+
+
+def _private(directory: Path) -> bool:
+    """A directory cronwrap would keep its records in (never one another user could change)."""
+    try:
+        check_dir(directory, os.lstat(directory))
+    except (OSError, PathError):
+        return False
+    return True
