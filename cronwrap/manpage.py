@@ -647,7 +647,8 @@ ENVIRONMENT_READ: tuple[Block, ...] = (
      "`CRONWRAP_HOME` and `CRONWRAP_CONFIG` are not set (see FILES)."),
     ("`PGPASSWORD`, `PGPASSFILE` and the other libpq variables",
      "Read by the PostgreSQL driver for what a `postgresql://` URL does not say, so the "
-     "password can stay out of crontab lines."),
+     "password can stay out of crontab lines. PGSERVICE, PGSERVICEFILE and PGSYSCONFDIR name "
+     "a service and where its file is, as for psql."),
     ("`CRONWRAP_DEBUG`", "When set to a non-empty value, an internal error prints its "
                          "traceback."),
     ("`CRONWRAP_FAILPOINT`", "A testing aid of the test suite, never for production: set to "
@@ -832,10 +833,25 @@ LEDGER: tuple[Block, ...] = (
     "The ledger holds one row per slot of a job that ran or was recorded. The embedded SQLite "
     "ledger serves one host. For several hosts carrying the same crontab, give them one "
     "PostgreSQL ledger: `--db postgresql://`*USER*`@`*HOST*`/`*DATABASE* (or `CRONWRAP_DB`, or "
-    "`db` in the configuration file; a single libpq *keyword*`=`*value* such as "
-    "`service=cronwrap` works too). Its schema is created on first use under an advisory lock, "
+    "`db` in the configuration file). Any libpq connection string works too: *keyword*`=`*value* "
+    "pairs separated by blanks, a value holding blanks in single quotes (`host=/run/postgresql "
+    "dbname=cronwrap options='-c search_path=cronwrap'`), or `service=`*NAME* for a section of "
+    "pg_service.conf. cronwrap adds its session settings (statement_timeout, "
+    "idle_in_transaction_session_timeout, TimeZone=UTC, TCP keepalives, connect_timeout, "
+    "application_name cronwrap) only where the connection string, its service or a PG* "
+    "variable sets none; the operator's own `options` come after cronwrap's, so their `-c` "
+    "settings win. Its schema is created on first use under an advisory lock, "
     "or by `cronwrap db init`. The password never appears in output, logs or errors (it is "
     "shown as `***`); PGPASSWORD or a ~/.pgpass file keep it out of crontab lines.",
+    "Upgrading cronwrap keeps every recorded run: the ledger's schema is numbered (SQLite "
+    "`PRAGMA user_version`, PostgreSQL `cronwrap_meta.schema_version`), and the first "
+    "`cronwrap run` or `cronwrap db init` of a newer release applies the missing migrations in "
+    "one transaction (on PostgreSQL under the advisory lock). `status`, `history` and `logs` "
+    "never migrate: they read an older or a newer ledger as it is. A ledger written by a newer "
+    "release is refused by `run` and `db init` with one line and exit status "
+    f"{errors.EXIT_CRONWRAP}; nothing runs and nothing is written. Hosts sharing a PostgreSQL "
+    "ledger should be upgraded together: once one has migrated it, the others refuse it until "
+    "they are upgraded.",
     "A claim is one transaction: it locks the job's row, skips when another slot of the job "
     "holds a live lease (unless `--overlap allow`), inserts the slot's row if it is new, and "
     "takes it "
@@ -958,7 +974,8 @@ VALUE_SYNTAX = {
     spec.signal_number: "a signal name or number: `\"TERM\"`, `\"SIGINT\"`, `9`",
     spec.exit_code: "an exit status, 0 to 255 (a number, or a string holding one)",
     spec.path: "a string: an absolute path, or one starting with `~/`",
-    spec.ledger_url: "a string: `\"sqlite:///PATH\"` or `\"postgresql://...\"`",
+    spec.ledger_url: "a string: `\"sqlite:///PATH\"`, `\"postgresql://...\"` or libpq "
+                     "`keyword=value` pairs (`\"service=cronwrap\"`)",
     spec.text_value: "a string",
     spec.count: "a whole number, 0 or more",
     spec.retry_codes: "a string of exit statuses (1 to 255), ranges and the word `timeout`, "

@@ -293,8 +293,9 @@ OPTIONS: tuple[Option, ...] = (
            "instead; 0 means no limit.", "Catch-up", duration, "DURATION", 0.0),
     Option("max-catchup", "At most this many catch-up runs per firing (the rest are recorded "
            "missed).", "Catch-up", count, "N", 10),
-    Option("db", "Ledger URL: sqlite:///PATH (default: the embedded ledger.db) or "
-           "postgresql://… for several hosts.", "Ledger", ledger_url, "URL"),
+    Option("db", "Ledger: sqlite:///PATH (default: the embedded ledger.db), a postgresql:// "
+           "URI, or a libpq connection string of keyword=value pairs (host=/run/postgresql "
+           "dbname=cronwrap, service=cronwrap) for several hosts.", "Ledger", ledger_url, "URL"),
     Option("lease", "Lease of a claimed slot; renewed every lease/3 while the job runs. A "
            "runner that cannot renew it for a whole lease ends its job (lease_lost).",
            "Ledger", positive_duration, "DURATION", 120.0),
