@@ -26,7 +26,7 @@ def show(inv: Invocation, timing: Timing | None) -> int:
         if timing is None:
             timing = inv.timing = resolve_timing(inv.spec, inv.environ, recorded_job(inv, ledger))
         plan = plan_firing(inv, ledger, timing)
-        lines = [header(inv, timing)]
+        lines = [header(inv, timing), *lock_lines(inv)]
         if problem:
             lines.append(f"  the ledger cannot be read ({problem}): a real firing would "
                          + ("run unrecorded" if inv.spec.on_db_error != "fail" else "fail (125)"))
@@ -47,6 +47,27 @@ def header(inv: Invocation, timing: Timing) -> str:
             + (f", key {timing.key!r}" if timing.key else "")) if timing.schedule else \
         "no schedule: the slot is the minute it fires in"
     return f"dry run of {inv.spec.name}, {what}; nothing is claimed, run or written:"
+
+
+def lock_lines(inv: Invocation) -> list[str]:
+    """The local lock, looked at without taking it: a real firing skips while it is held."""
+    from cronwrap import locks
+
+    spec = inv.spec
+    if spec.lock == "none" or spec.overlap == "allow":
+        return []
+    state = locks.inspect(spec.lock_file or locks.default_lock_file(inv.dirs.locks, spec.name),
+                          inv.dirs.locks)
+    busy = state.held if spec.lock == "flock" else state.live
+    if state.problem:
+        return [f"  the local lock cannot be used: {state.problem}"]
+    if not busy:
+        return []
+    who = (f" by pid {state.holder.pid} (job pid {state.holder.job_pid})"
+           if state.holder is not None else "")
+    then = "wait for it" if spec.overlap == "wait" else \
+        "replace its run" if spec.overlap == "replace" else "skip (overlap)"
+    return [f"  the local lock is held{who}: a real firing would {then}"]
 
 
 def slot_line(slot: Slot, text: str) -> str:

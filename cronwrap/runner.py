@@ -501,9 +501,7 @@ def take_lock(inv: Invocation) -> locks.Lock | None | bool:
     lock_dir = ensure_private_dir(inv.dirs.locks)
     if spec.lock_file:
         check_parent(spec.lock_file)
-        path = spec.lock_file
-    else:
-        path = lock_dir / f"{file_name(spec.name)}.lock"
+    path = spec.lock_file or locks.default_lock_file(lock_dir, spec.name)
     lock = locks.open_lock(spec.lock, path, lock_dir)
     if spec.overlap == "wait":
         acquired = locks.acquire_waiting(lock, spec.wait_timeout)

@@ -193,3 +193,17 @@ def test_dry_run_of_a_scheduled_firing_shows_what_catch_up_would_record(cw, tmp_
     text = proc.stdout.decode()
     assert "record missed" in text and "catchup" in text
     assert history(cw, "hourly")[0]["status"] == "succeeded" and len(history(cw, "hourly")) == 1
+
+
+def test_dry_run_says_when_the_local_lock_would_make_the_firing_skip(cw, tmp_path):
+    started = tmp_path / "started"
+    holder = cw.popen("run", "-n", "busy", "--", "sh", "-c", f"touch {started}; sleep 3")
+    try:
+        wait_for(started.exists, what="the running job")
+        proc = cw("run", "-n", "busy", "--dry-run", "--", "true")
+        assert proc.returncode == 0, proc.stderr
+        assert f"the local lock is held by pid {holder.pid}" in proc.stdout.decode()
+        assert "would skip (overlap)" in proc.stdout.decode()
+    finally:
+        assert holder.wait(20) == 0
+    assert "lock" not in cw("run", "-n", "busy", "--dry-run", "--", "true").stdout.decode()
