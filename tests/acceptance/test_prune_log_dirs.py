@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.acceptance.conftest import same_minute
+from tests.acceptance.test_security import any_db  # noqa: F401 (the fixture: SQLite, PostgreSQL)
+
 OLD = time.time() - 100 * 86400  # past --older-than 90d
 
 
@@ -25,6 +28,7 @@ def age(*paths: Path) -> None:
 
 def run_twice(cw, name: str, logs: Path) -> tuple[Path, Path]:
     """Two attempts of one slot, each with its captured output: NAME/1.1.log, NAME/1.2.log."""
+    same_minute()  # one slot: the second attempt is run 1 again
     for _ in range(2):
         cw("run", "-n", name, "--force", "--log-dir", str(logs), "--", "echo", "out", check_rc=0)
     first, second = logs / name / "1.1.log", logs / name / "1.2.log"
@@ -34,14 +38,6 @@ def run_twice(cw, name: str, logs: Path) -> tuple[Path, Path]:
 
 def prune(cw, env: dict[str, str] | None = None) -> bytes:
     return cw("prune", "--older-than", "90d", env=env, check_rc=0).stdout
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def any_db(request, cw):
-    if request.param == "postgres":
-        dsn = request.getfixturevalue("pg_dsn")
-        base_env = cw.env
-        cw.env = lambda extra=None: {**base_env(extra), "CRONWRAP_DB": dsn}
 
 
 def test_old_output_in_the_recorded_log_dir_is_pruned_new_output_stays(cw, tmp_path, any_db):
