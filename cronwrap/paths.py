@@ -58,10 +58,10 @@ def resolve_dirs(environ: dict[str, str] | os._Environ, euid: int | None = None)
         return Dirs(Path("/var/lib/cronwrap"), Path("/var/log/cronwrap"), Path("/run/lock/cronwrap"))
     user_home = Path(environ.get("HOME") or os.path.expanduser("~"))
     state = Path(environ.get("XDG_STATE_HOME") or user_home / ".local" / "state") / "cronwrap"
-    runtime = environ.get("XDG_RUNTIME_DIR")
-    # cron does not set XDG_RUNTIME_DIR: fall back to the private state directory.
-    locks = Path(runtime) / "cronwrap" if runtime else state / "locks"
-    return Dirs(state=state, logs=state / "logs", locks=locks)
+    # Not $XDG_RUNTIME_DIR: cron does not set it, so a job fired by cron and the same job run
+    # by hand from a login shell would lock in two directories and overlap. (And logind
+    # removes /run/user/UID at the user's last logout, under a running cron job.)
+    return Dirs(state=state, logs=state / "logs", locks=state / "locks")
 
 
 def ensure_private_dir(path: Path) -> Path:

@@ -25,7 +25,7 @@ BUSY_TIMEOUT_S = 10.0
 
 def ledger_message(path: object, exc: Exception) -> str:
     text = str(exc)
-    if "not a database" in text or "malformed" in text:
+    if "not a database" in text or "disk image is malformed" in text:
         return (f"ledger {path}: {text}: the file is damaged; move it aside (mv {path} "
                 f"{path}.broken) and cronwrap starts a new ledger")
     return f"ledger {path}: {text}"

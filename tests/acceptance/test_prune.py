@@ -51,3 +51,16 @@ def test_prune_keep_last_and_bad_input(cw, home):
     assert db.execute("SELECT count(*) FROM runs WHERE job = 'j1'").fetchone()[0] == 6  # + its running row
     bad = cw("prune", "--older-than", "soon")
     assert bad.returncode == 125 and b"--older-than" in bad.stderr
+
+
+def test_settings_that_are_not_json_do_not_stop_prune(cw, home):
+    """Anyone who can write a shared ledger can put anything in jobs.settings."""
+    now = time.time()
+    build(home, 2, 10, now)
+    db = sqlite3.connect(home / "ledger.db")
+    with db:
+        db.execute("UPDATE jobs SET settings = '{not json' WHERE name = 'j0'")
+    proc = cw("prune", "--older-than", "5h")
+    assert proc.returncode == 0, proc.stderr
+    assert b"removed" in proc.stdout
+    assert (home / "ledger.db").exists()

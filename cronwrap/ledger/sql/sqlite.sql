@@ -163,7 +163,7 @@ DELETE FROM runs WHERE id IN (
   SELECT id FROM (
     SELECT r.id, r.status, r.created_at, r.finished_at, r.scheduled_at,
            ROW_NUMBER() OVER (PARTITION BY r.job ORDER BY r.id DESC) AS newer,
-           CASE WHEN json_extract(j.settings, '$.catchup') IN ('latest', 'all')
+           CASE WHEN json_valid(j.settings) AND json_extract(j.settings, '$.catchup') IN ('latest', 'all')
                 THEN coalesce(json_extract(j.settings, '$.catchup_window'), 0) ELSE 0 END AS win
     FROM runs r JOIN jobs j ON j.name = r.job
   )
