@@ -1,10 +1,52 @@
-# Sourced by tests/run.sh: make a PostgreSQL reachable through the libpq PG* variables.
-# Use the one already running (PGHOST/PGPORT, else 127.0.0.1:5432); otherwise, when the
-# server binaries exist, start a throwaway cluster for this test run and stop it afterwards.
-# PostgreSQL refuses to run as root, so the cluster runs as the postgres user (or nobody).
+# Sourced by tests/run.sh: make a PostgreSQL reachable through the libpq PG* variables, and
+# PgBouncer available. Use the server already running (PGHOST/PGPORT, else 127.0.0.1:5432)
+# when the PG* user can log in to it; otherwise start a throwaway cluster for this test run
+# from the server binaries, installing Debian's postgresql package first when there are none,
+# and stop it afterwards. PostgreSQL refuses to run as root, so the cluster runs as the
+# postgres user (or nobody). A function that fails leaves its reason, one line, in PG_ENV_ERROR.
 
+PG_ENV_ERROR=
+
+# Where Debian puts runuser and pgbouncer; a PATH without them (env -i, a user's) still finds them.
+sbin_which() {
+  PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin command -v "$1"
+}
+
+# Debian packages, installed quietly and only when missing. `apt-get update` only when the
+# install fails (a fresh machine may have no package lists yet); apt's log is shown only then.
+pkg_install() {
+  local as=() log
+  if [ "$(id -u)" != 0 ]; then
+    if ! sudo -n true 2>/dev/null; then
+      PG_ENV_ERROR="installing Debian's $* needs root (or sudo without a password)"
+      return 1
+    fi
+    as=(sudo -n)
+  fi
+  if ! command -v apt-get >/dev/null; then
+    PG_ENV_ERROR="cannot install $*: no apt-get on this machine"
+    return 1
+  fi
+  echo "tests: installing Debian's $*"
+  log=$(mktemp /tmp/cronwrap-apt.XXXXXX)
+  local install=("${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q -y
+                 -o Dpkg::Use-Pty=0 --no-install-recommends install "$@")
+  if ! "${install[@]}" >"$log" 2>&1; then
+    if ! { "${as[@]}" apt-get -q update >"$log" 2>&1 && "${install[@]}" >"$log" 2>&1; }; then
+      PG_ENV_ERROR="apt-get install $* failed: $(grep -E '^(E|W):' "$log" | tail -n 1)"
+      rm -f "$log"
+      return 1
+    fi
+  fi
+  rm -f "$log"
+}
+
+# Reachable, and the PG* user can log in: a server that answers but refuses the login (a
+# password-protected cluster of another installation) is no use to the tests.
 pg_reachable() {
-  pg_isready -q -h "$1" -p "$2" -t 3 2>/dev/null
+  pg_isready -q -h "$1" -p "$2" -t 3 2>/dev/null &&
+    PGCONNECT_TIMEOUT=3 psql -X -q -A -t -h "$1" -p "$2" -U "${PGUSER:-postgres}" \
+      -d "${PGDATABASE:-postgres}" -c 'SELECT 1' >/dev/null 2>&1 </dev/null
 }
 
 pg_bindir() {
@@ -22,12 +64,19 @@ pg_start_throwaway() {
   local as=()
   if [ "$(id -u)" = 0 ]; then
     chown "$owner" "$PG_THROWAWAY_DIR"
-    as=(runuser -u "$owner" --)
+    as=("$(sbin_which runuser)" -u "$owner" --)
   fi
-  "${as[@]}" "$bindir/initdb" -D "$PG_THROWAWAY_DIR/data" -U postgres -A trust >/dev/null
-  "${as[@]}" "$bindir/pg_ctl" -D "$PG_THROWAWAY_DIR/data" -l "$PG_THROWAWAY_DIR/log" -w \
-    -o "-p $port -k $PG_THROWAWAY_DIR -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null
   PG_THROWAWAY_STOP=("${as[@]}" "$bindir/pg_ctl" -D "$PG_THROWAWAY_DIR/data" -m immediate stop)
+  # Called in an `||` list (tests/run.sh), where set -e does not apply: each step is checked.
+  if ! "${as[@]}" "$bindir/initdb" -D "$PG_THROWAWAY_DIR/data" -U postgres -A trust >/dev/null; then
+    PG_ENV_ERROR="initdb of a throwaway cluster in $PG_THROWAWAY_DIR failed"
+    return 1
+  fi
+  if ! "${as[@]}" "$bindir/pg_ctl" -D "$PG_THROWAWAY_DIR/data" -l "$PG_THROWAWAY_DIR/log" -w \
+      -o "-p $port -k $PG_THROWAWAY_DIR -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null; then
+    PG_ENV_ERROR="the throwaway cluster did not start: $(tail -n 1 "$PG_THROWAWAY_DIR/log" 2>/dev/null)"
+    return 1
+  fi
   export PGHOST=127.0.0.1 PGPORT=$port PGUSER=postgres PGDATABASE=postgres
   echo "tests: started a throwaway PostgreSQL on 127.0.0.1:$port ($PG_THROWAWAY_DIR)"
 }
@@ -45,10 +94,21 @@ pg_ensure() {
     export PGHOST=$host PGPORT=$port PGUSER=${PGUSER:-postgres} PGDATABASE=${PGDATABASE:-postgres}
     return 0
   fi
-  if bindir=$(pg_bindir); then
-    pg_start_throwaway "$bindir"
-    return 0
+  if ! bindir=$(pg_bindir); then
+    pkg_install postgresql || return 1
+    if ! bindir=$(pg_bindir); then
+      PG_ENV_ERROR="no PostgreSQL at $host:$port, and none installed by Debian's postgresql package"
+      return 1
+    fi
   fi
-  echo "tests: no PostgreSQL reachable at $host:$port and no server binaries to start one" >&2
+  pg_start_throwaway "$bindir"
+}
+
+# The tests start their own PgBouncer (tests/conftest.py): only the executable is needed.
+pgbouncer_ensure() {
+  sbin_which pgbouncer >/dev/null && return 0
+  pkg_install pgbouncer || return 1
+  sbin_which pgbouncer >/dev/null && return 0
+  PG_ENV_ERROR="Debian's pgbouncer package installed no pgbouncer executable"
   return 1
 }
