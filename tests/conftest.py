@@ -13,6 +13,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -143,3 +144,224 @@ def pg_dsn(pg_server: dict[str, str]):
     yield f"postgresql://{user}@{host}:{port}/{name}"
     with _pg_connect() as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# -- PgBouncer -------------------------------------------------------------------------------
+# A real PgBouncer in transaction pooling mode, with Debian's defaults otherwise (auth_type md5
+# with a userlist, max_client_conn 100, default_pool_size 20), and no ignore_startup_parameters:
+# cronwrap must connect through it as operators run it, sending nothing PgBouncer refuses. The
+# server trusts 127.0.0.1, so the userlist is what checks a password.
+
+PGBOUNCER_USER, PGBOUNCER_PASSWORD = "postgres", "bouncer-pw"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class PgBouncer:
+    """One pgbouncer process with its ini, userlist, socket and log in a directory of its own.
+
+    It refuses to run as root: as root it drops to the postgres user (``-u``), which must be
+    able to read the directory, so that is under /tmp, not pytest's private tmp_path."""
+
+    def __init__(self, **settings: str | int) -> None:
+        import tempfile
+
+        self.dir = Path(tempfile.mkdtemp(prefix="cronwrap-pgbouncer."))
+        self.settings = {"pool_mode": "transaction", **settings}
+        self.port = 0
+        self.proc: subprocess.Popen | None = None
+
+    def url(self, dbname: str, password: str = PGBOUNCER_PASSWORD) -> str:
+        return f"postgresql://{PGBOUNCER_USER}:{password}@127.0.0.1:{self.port}/{dbname}"
+
+    def start(self, exe: str) -> None:
+        for _ in range(3):  # the free port may be taken before pgbouncer binds it
+            self.port = _free_port()
+            self._write_config()
+            argv = [exe, str(self.dir / "pgbouncer.ini")]
+            if os.geteuid() == 0:
+                argv[1:1] = ["-u", self._owner()]
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if self._wait_ready():
+                return
+        raise RuntimeError(f"pgbouncer did not start: {self.log_tail()}")
+
+    def _owner(self) -> str:
+        import pwd
+
+        for name in ("postgres", "nobody"):
+            try:
+                entry = pwd.getpwnam(name)
+            except KeyError:
+                continue
+            os.chown(self.dir, entry.pw_uid, entry.pw_gid)
+            return name
+        raise RuntimeError("no postgres or nobody user for pgbouncer to run as")
+
+    def _write_config(self) -> None:
+        host = os.environ.get("PGHOST", "127.0.0.1")
+        port = os.environ.get("PGPORT", "5432")
+        options = {"listen_addr": "127.0.0.1", "listen_port": self.port,
+                   "unix_socket_dir": self.dir, "logfile": self.dir / "pgbouncer.log",
+                   "auth_type": "md5", "auth_file": self.dir / "userlist.txt", **self.settings}
+        self.dir.chmod(0o755)
+        (self.dir / "pgbouncer.ini").write_text(
+            f"[databases]\n* = host={host} port={port}\n\n[pgbouncer]\n"
+            + "".join(f"{k} = {v}\n" for k, v in options.items()))
+        (self.dir / "userlist.txt").write_text(f'"{PGBOUNCER_USER}" "{PGBOUNCER_PASSWORD}"\n')
+
+    def _wait_ready(self, timeout: float = 15) -> bool:
+        """True once a query goes through it to the server; False when it exited."""
+        import time
+
+        import psycopg
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            try:
+                with psycopg.connect(self.url("postgres"), connect_timeout=2,
+                                     prepare_threshold=None, autocommit=True) as conn:
+                    conn.execute("SELECT 1")
+                return True
+            except psycopg.OperationalError:
+                time.sleep(0.05)
+        message = f"pgbouncer on port {self.port} not ready in {timeout}s: {self.log_tail()}"
+        self.stop()
+        raise RuntimeError(message)
+
+    def log_tail(self, lines: int = 3) -> str:
+        try:
+            text = (self.dir / "pgbouncer.log").read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return " | ".join(text.strip().splitlines()[-lines:])
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _pgbouncer_exe() -> str:
+    """Debian's pgbouncer is in /usr/sbin, which a user's PATH may lack; skip without it,
+    except under CI=true (tests/run.sh installs it there, so missing it is a failure)."""
+    path = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/local/sbin"])
+    exe = shutil.which("pgbouncer", path=path)
+    if exe is None:
+        message = "pgbouncer not installed (tests/run.sh installs Debian's package)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message + " (CI=true: PgBouncer tests are never skipped)")
+        pytest.skip(message)
+    return exe
+
+
+@pytest.fixture(scope="session")
+def pgbouncer_exe(pg_server: dict[str, str]) -> str:
+    return _pgbouncer_exe()
+
+
+@pytest.fixture
+def start_pgbouncer(pgbouncer_exe: str):
+    """Start a PgBouncer of the test's own, ``start_pgbouncer(default_pool_size=1)``; each is
+    stopped after the test."""
+    started: list[PgBouncer] = []
+
+    def start(**settings: str | int) -> PgBouncer:
+        bouncer = PgBouncer(**settings)
+        started.append(bouncer)
+        bouncer.start(pgbouncer_exe)
+        return bouncer
+
+    yield start
+    for bouncer in started:
+        bouncer.stop()
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(pgbouncer_exe: str):
+    """The session's PgBouncer (transaction pooling, Debian's defaults otherwise)."""
+    bouncer = PgBouncer()
+    try:
+        bouncer.start(pgbouncer_exe)
+        yield bouncer
+    finally:
+        bouncer.stop()
+
+
+@pytest.fixture
+def pgbouncer_dsn(pgbouncer: PgBouncer, pg_dsn: str) -> str:
+    """A fresh database (pg_dsn's, made on the server) addressed through PgBouncer's port."""
+    from urllib.parse import urlsplit
+
+    return pgbouncer.url(urlsplit(pg_dsn).path.lstrip("/"))
+
+
+# -- A role with few connections ---------------------------------------------------------------
+
+class LimitedRole(NamedTuple):
+    name: str
+    dsn: str  # postgresql:// URL of the role's own database, as that role
+    limit: int
+
+
+@pytest.fixture
+def limited_role(pg_server: dict[str, str]):
+    """A LOGIN role with CONNECTION LIMIT 4 owning a fresh database of its name; both dropped
+    afterwards (its sessions ended first)."""
+    name = f"cwlimit_{uuid.uuid4().hex[:12]}"
+    with _pg_connect() as conn:
+        conn.execute(f'CREATE ROLE "{name}" LOGIN CONNECTION LIMIT 4')
+        conn.execute(f'CREATE DATABASE "{name}" OWNER "{name}"')
+    host = os.environ.get("PGHOST", "127.0.0.1")
+    port = os.environ.get("PGPORT", "5432")
+    yield LimitedRole(name, f"postgresql://{name}@{host}:{port}/{name}", 4)
+    with _pg_connect() as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                     (name,))
+        conn.execute(f'DROP ROLE IF EXISTS "{name}"')
+
+
+class ConnectionSampler:
+    """Counts a role's server connections (pg_stat_activity) from a background thread, every
+    ``interval`` seconds, until the ``with`` block ends: ``peak`` is the most seen at once,
+    ``last`` the latest count."""
+
+    def __init__(self, role: str, interval: float = 0.01) -> None:
+        import threading
+
+        self.role, self.interval = role, interval
+        self.peak = self.last = self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._conn = _pg_connect()  # a superuser's: not counted against the role
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            (count,) = self._conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE usename = %s", (self.role,)).fetchone()
+            self.last, self.peak, self.samples = count, max(self.peak, count), self.samples + 1
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> "ConnectionSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self._conn.close()
