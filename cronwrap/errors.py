@@ -37,9 +37,12 @@ class ConfigError(UsageError):
 class LedgerError(CronwrapError):
     """The ledger could not be opened, read or written. ``connection_lost``: the connection
     broke (the server restarted, the network): the next call reconnects, so one retry of an
-    uncommitted operation is worth it; a busy or damaged ledger is not retried."""
+    uncommitted operation is worth it; a busy or damaged ledger is not retried.
+    ``unreachable``: no connection could be made, after waiting as long as allowed: another
+    try now would only wait again."""
 
     connection_lost = False
+    unreachable = False
 
 
 class LockError(CronwrapError):

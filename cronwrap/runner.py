@@ -26,6 +26,8 @@ from cronwrap.spec import JobSpec
 from cronwrap.stdio import Passthrough, warn
 
 FINISH_RETRIES = 3
+ADMIN_DB_WAIT = 5.0  # status, history, … wait this long for a full or restarting server
+FINISH_DB_WAIT = 10.0  # a finish waits at most this long for one (then: the outbox)
 WAIT_POLL = 1.0
 
 
@@ -165,13 +167,14 @@ def record_marks(inv: Invocation, ledger: base.Ledger, marks) -> None:
 
 
 def open_ledger(url: str | None, dirs: Dirs, exiting: bool = False,
-                read_only: bool = False) -> base.Ledger:
+                read_only: bool = False, wait: float = ADMIN_DB_WAIT) -> base.Ledger:
     """exiting: the process exits right after (a cron firing): skip SQLite's close-time
-    checkpoint. read_only: for commands that only read; nothing is created or migrated."""
+    checkpoint. read_only: for commands that only read; nothing is created or migrated.
+    wait: seconds a full or restarting PostgreSQL server is waited for (--db-wait)."""
     if url and not url.startswith("sqlite:///"):
         from cronwrap.ledger.postgres import PostgresLedger  # psycopg only for PostgreSQL
 
-        return PostgresLedger(url, read_only=read_only)
+        return PostgresLedger(url, read_only=read_only, wait=wait)
     from cronwrap.ledger.sqlite import SqliteLedger
 
     if url:
@@ -308,7 +311,7 @@ def recorded_job(inv: Invocation, ledger: base.Ledger | None) -> JobInfo | None:
 def connect(inv: Invocation) -> base.Ledger | None:
     """Open the ledger and deliver this host's waiting results; None: run unrecorded."""
     try:
-        ledger = open_ledger(inv.spec.db, inv.dirs, exiting=True)
+        ledger = open_ledger(inv.spec.db, inv.dirs, exiting=True, wait=inv.spec.db_wait)
         outbox.deliver(inv.dirs.state, inv.spec.db, ledger, inv.events.emit)
         return ledger
     except LedgerError as exc:
@@ -630,6 +633,7 @@ def execute(inv: Invocation, ledger: base.Ledger, claim: Claim, lock: locks.Lock
     )
     heartbeat = Heartbeat(ledger, run, spec.lease, supervisor) if ledger is not None else None
     if heartbeat:
+        ledger.idle()  # claimed: no server connection while the job runs, but for renewals
         heartbeat.start()
     try:
         outcome = supervisor.run()
@@ -723,12 +727,14 @@ def record_finish(inv: Invocation, ledger: base.Ledger, run: Run, result: Finish
     error = ""
     for attempt in range(FINISH_RETRIES):
         try:
-            if not ledger.finish(run, result):
+            if not ledger.finish(run, result, wait=min(inv.spec.db_wait, FINISH_DB_WAIT)):
                 inv.event("lease_lost", run=run, status=result.status,
                           detail="the slot was taken over; its new runner's record stands")
             return
         except LedgerError as exc:
             error = str(exc)
+            if exc.unreachable:
+                break  # it has waited already: the outbox, not another wait
             time.sleep(0.25 * (attempt + 1))
     try:
         path = outbox.spool(inv.dirs.state, inv.spec.db, run, result)
@@ -791,7 +797,9 @@ class Heartbeat:
         while not self.stopped.wait(self.lease / 3):
             sent = time.monotonic()
             try:
-                if not self.ledger.heartbeat(self.run_row, self.lease):
+                # a full server is waited for until the next renewal is due: the lease
+                # has room for two more tries, and the watchdog ends the job past it
+                if not self.ledger.heartbeat(self.run_row, self.lease, wait=self.lease / 3):
                     return self._lose()  # the row is another runner's now
                 self.last_ok = max(self.last_ok, sent)
             except LedgerError:

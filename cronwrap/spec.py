@@ -299,9 +299,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("lease", "Lease of a claimed slot; renewed every lease/3 while the job runs. A "
            "runner that cannot renew it for a whole lease ends its job (lease_lost).",
            "Ledger", positive_duration, "DURATION", 120.0),
-    Option("on-db-error", "When the ledger cannot be reached before the run: fail (exit 125, "
-           "run nothing) or run-unrecorded (run under the local lock only, and say so in the "
-           "run log).", "Ledger", choice("fail", "run-unrecorded"), "fail|run-unrecorded", "fail"),
+    Option("db-wait", "How long a PostgreSQL server that is full (too many connections), "
+           "starting up, shutting down or not answering is waited for, with jittered "
+           "exponential backoff, before --on-db-error applies; errors that waiting cannot cure "
+           "(authentication, an unknown database) fail at once.", "Ledger", duration,
+           "DURATION", 60.0),
+    Option("on-db-error", "When the ledger cannot be reached before the run (after --db-wait): "
+           "fail (exit 125, run nothing) or run-unrecorded (run under the local lock only, and "
+           "say so in the run log).", "Ledger", choice("fail", "run-unrecorded"),
+           "fail|run-unrecorded", "fail"),
     Option("output", "passthrough: the job's output as it comes (default); on-failure: only "
            "when the run did not succeed (like chronic); quiet: captured only.", "Output",
            choice(*OUTPUT_MODES), "passthrough|on-failure|quiet", "passthrough"),

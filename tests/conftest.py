@@ -102,6 +102,26 @@ def lock_holder(home: Path, job: str, lock_file: Path | None = None) -> list[int
     return [int(x) for x in words[:4]]
 
 
+def job_holder(home: Path, job: str, lock_file: Path | None = None,
+               timeout: float = 10.0) -> list[int]:
+    """``lock_holder`` once the record names the job's process too: the wrapper writes it
+    right after the spawn, and the job may be running (and have said so) a moment before.
+    (A JOB_PID of 0 given to os.killpg would signal the caller's own process group.)"""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            found = lock_holder(home, job, lock_file)
+            if found[2]:
+                return found
+        except (FileNotFoundError, ValueError):
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the holder record of {job} never named its job")
+        time.sleep(0.01)
+
+
 @pytest.fixture
 def cw(home: Path) -> CW:
     return CW(home)
@@ -167,7 +187,9 @@ class PgBouncer:
     """One pgbouncer process with its ini, userlist, socket and log in a directory of its own.
 
     It refuses to run as root: as root it drops to the postgres user (``-u``), which must be
-    able to read the directory, so that is under /tmp, not pytest's private tmp_path."""
+    able to read the directory, so that is under /tmp, not pytest's private tmp_path. It runs
+    as a daemon (``-d``), not as a child of the test process: in-process Supervisor tests
+    treat every child of the process they run in as the job's, and would end it."""
 
     def __init__(self, **settings: str | int) -> None:
         import tempfile
@@ -175,7 +197,7 @@ class PgBouncer:
         self.dir = Path(tempfile.mkdtemp(prefix="cronwrap-pgbouncer."))
         self.settings = {"pool_mode": "transaction", **settings}
         self.port = 0
-        self.proc: subprocess.Popen | None = None
+        self.pid: int | None = None
 
     def url(self, dbname: str, password: str = PGBOUNCER_PASSWORD) -> str:
         return f"postgresql://{PGBOUNCER_USER}:{password}@127.0.0.1:{self.port}/{dbname}"
@@ -184,11 +206,11 @@ class PgBouncer:
         for _ in range(3):  # the free port may be taken before pgbouncer binds it
             self.port = _free_port()
             self._write_config()
-            argv = [exe, str(self.dir / "pgbouncer.ini")]
+            argv = [exe, "-d", str(self.dir / "pgbouncer.ini")]
             if os.geteuid() == 0:
                 argv[1:1] = ["-u", self._owner()]
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=30)
             if self._wait_ready():
                 return
         raise RuntimeError(f"pgbouncer did not start: {self.log_tail()}")
@@ -210,6 +232,7 @@ class PgBouncer:
         port = os.environ.get("PGPORT", "5432")
         options = {"listen_addr": "127.0.0.1", "listen_port": self.port,
                    "unix_socket_dir": self.dir, "logfile": self.dir / "pgbouncer.log",
+                   "pidfile": self.dir / "pgbouncer.pid",
                    "auth_type": "md5", "auth_file": self.dir / "userlist.txt", **self.settings}
         self.dir.chmod(0o755)
         (self.dir / "pgbouncer.ini").write_text(
@@ -225,8 +248,9 @@ class PgBouncer:
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
+            self.pid = self._daemon_pid()
+            if self.pid is None and time.monotonic() > deadline - timeout + 2:
+                return False  # it exited (the port was taken, say)
             try:
                 with psycopg.connect(self.url("postgres"), connect_timeout=2,
                                      prepare_threshold=None, autocommit=True) as conn:
@@ -245,14 +269,27 @@ class PgBouncer:
             return "(no log)"
         return " | ".join(text.strip().splitlines()[-lines:])
 
+    def _daemon_pid(self) -> int | None:
+        """The daemon's PID from its pidfile, while that process lives."""
+        try:
+            pid = int((self.dir / "pgbouncer.pid").read_text().split()[0])
+            os.kill(pid, 0)
+            return pid
+        except (OSError, ValueError, IndexError):
+            return None
+
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        import signal
+        import time
+
+        pid = self._daemon_pid()
+        if pid is not None:
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 10
+            while self._daemon_pid() is not None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if self._daemon_pid() is not None:
+                os.kill(pid, signal.SIGKILL)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

@@ -165,12 +165,13 @@ class Ledger(Protocol):
         """Record slots that will not run — (run_key, scheduled_at, status, reason), status
         ``missed`` or ``skipped``/``too_late`` — where the slot has no row yet."""
 
-    def heartbeat(self, run: Run, lease: float) -> bool:
+    def heartbeat(self, run: Run, lease: float, wait: float | None = None) -> bool:
         """Extend the lease of ``run`` if its row is still this claim's — same id, fence, job,
         run key and claimer (host, pid, pid start), so that a ledger recreated or restored
-        under a running job can never have another run's row renewed; False when lost."""
+        under a running job can never have another run's row renewed; False when lost.
+        ``wait``: seconds a full or restarting server is waited for (default: the ledger's)."""
 
-    def finish(self, run: Run, result: Finish) -> bool:
+    def finish(self, run: Run, result: Finish, wait: float | None = None) -> bool:
         """Record the end of ``run`` if its row is still this claim's (as ``heartbeat``);
         False when the lease was lost (another runner took the slot over: its record stands)."""
 
@@ -189,6 +190,11 @@ class Ledger(Protocol):
 
     def unlock(self, job: str) -> list[Run]:
         """Expire every running lease of ``job`` (rows become abandoned and claimable)."""
+
+    def idle(self) -> None:
+        """From now on hold no server resource between operations: the runner calls it once
+        the job is claimed, so a running job costs a PostgreSQL server no connection
+        between its lease renewals (each of which connects for its own length)."""
 
     def now(self) -> datetime:
         """The ledger's clock."""

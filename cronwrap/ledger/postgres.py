@@ -7,9 +7,12 @@ error becomes a ``LedgerError`` here, and no message leaves this module with the
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
+import random
 import re
+import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
@@ -21,6 +24,7 @@ from psycopg.rows import dict_row
 from cronwrap.errors import LedgerError
 from cronwrap.hooks import redact as redact_url
 from cronwrap.ledger import sql
+from cronwrap.ledger.base import Claim, ClaimRequest, Finish, Run
 from cronwrap.ledger.sqlcore import SqlLedger
 
 # pg_advisory_xact_lock key for schema creation: the bytes of "cronwrap" as a bigint. Advisory
@@ -37,10 +41,6 @@ IDLE_IN_TRANSACTION_MS = 10_000
 # call fails and the heartbeat's lease check (or the outbox) takes over.
 TRANSACTION_TIMEOUT_S = 20.0
 CONNECT_HINT = "check --db / CRONWRAP_DB, or use --on-db-error run-unrecorded"
-# Session settings put before the operator's own ``options`` (the later -c wins), so a URL can
-# still change them. TimeZone=UTC: timestamptz values come back in UTC.
-SESSION_OPTIONS = (f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c TimeZone=UTC "
-                   f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}")
 # Detect a vanished server (no RST, e.g. a partition) in ~30 s instead of the kernel's hours.
 TCP_SETTINGS = {"keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5",
                 "keepalives_count": "3", "tcp_user_timeout": "30000"}
@@ -173,12 +173,11 @@ def _label(dsn: str) -> str:
 def with_session_settings(given: dict[str, str], connect_timeout: float) -> dict[str, str]:
     """The operator's connection parameters ``given`` plus cronwrap's own, each of those only
     where the operator set none: in the connection string, in the service it names, or in a
-    PG* variable (libpq's order of precedence). ``options`` holds both: cronwrap's session
-    settings first, so that a later ``-c`` of the operator's wins."""
+    PG* variable (libpq's order of precedence). cronwrap adds no ``options``: PgBouncer
+    refuses that startup parameter; its session settings are set per transaction (see
+    _SESSION_SETTINGS), and an operator's own ``options`` reach the server untouched."""
     theirs = {**service_settings(given), **given}
     params = {**{k: v for k, v in TCP_SETTINGS.items() if k not in theirs}, **given}
-    options = theirs["options"] if "options" in theirs else os.environ.get("PGOPTIONS", "")
-    params["options"] = f"{SESSION_OPTIONS} {options}".strip()
     # libpq counts whole seconds and treats anything below 2 as 2.
     if "connect_timeout" not in theirs and not os.environ.get("PGCONNECT_TIMEOUT"):
         params["connect_timeout"] = str(max(2, math.ceil(connect_timeout)))
@@ -233,22 +232,38 @@ def _service_section(file: str, service: str) -> dict[str, str] | None:
 class PostgresLedger(SqlLedger):
     """``dsn``: a ``postgresql://`` URL or libpq key=value string; empty uses the PG* variables.
 
+    Built for fleets and for PgBouncer in transaction pooling mode: no startup parameter but
+    the libpq basics (the session settings are set per transaction, with set_config(…, true)),
+    no server-side prepared statement, nothing kept in the session between transactions. A
+    claim, a lease renewal and a finish are one statement each, so one round trip.
+
+    ``wait``: how long a server that is full ("too many connections"), starting up, shutting
+    down or not answering is waited for, with full-jitter exponential backoff, before a
+    connection attempt fails; an error that waiting cannot cure (authentication, an unknown
+    database) fails at once. ``idle()`` closes the connection: from then on each operation
+    connects for its own length, so a running job costs the server nothing between renewals.
+
     ``read_only``: for the commands that only read: an older or newer schema is read as it
     is (rows by column name), never migrated, so a monitoring role with SELECT rights only
-    works; only a database without any schema gets one."""
+    works; only a database without any schema gets one. Otherwise an older schema is migrated
+    and a newer one refused when the ledger is opened (one short read), and the claim
+    function refuses a newer schema too (a host upgraded in the meantime)."""
 
     def __init__(self, dsn: str, clock: Callable[[], float] | None = None,
-                 connect_timeout: float = 5, read_only: bool = False) -> None:
+                 connect_timeout: float = 5, read_only: bool = False, wait: float = 0.0) -> None:
         super().__init__(sql.load("postgres"))
         self.dsn = dsn
         self.clock = clock
         self.connect_timeout = connect_timeout
+        self.wait = wait
         self.label = _label(dsn)
         self.conn: psycopg.Connection | None = None
+        self._hold = True
         self._tx_now: datetime | None = None
-        self._connect()
-        if not read_only or self._current_version() is None:
-            self.migrate()
+        self.conn = self._connect()
+        found = self._current_version()
+        if found is None or not read_only:
+            self.migrate(found)
 
     # -- connection ----------------------------------------------------------------------
 
@@ -259,12 +274,56 @@ class PostgresLedger(SqlLedger):
             raise _invalid_dsn(self.dsn, exc) from None  # its text may hold the password
         return conninfo.make_conninfo("", **with_session_settings(given, self.connect_timeout))
 
-    def _connect(self) -> None:
+    def _connect(self, wait: float | None = None) -> psycopg.Connection:
+        """A new connection, waiting up to ``wait`` (default: the ledger's) for a server that
+        is full or restarting."""
         info = self._conninfo()
+        deadline = time.monotonic() + (self.wait if wait is None else wait)
+        for attempt in itertools.count():
+            try:
+                conn = psycopg.connect(info, autocommit=True, row_factory=dict_row,
+                                       prepare_threshold=None)
+                return conn
+            except psycopg.Error as exc:
+                pause = backoff(attempt)
+                if not transient(exc) or time.monotonic() + pause > deadline:
+                    error = self._error("cannot connect", exc, hint=CONNECT_HINT)
+                    error.unreachable = True
+                    raise error from exc
+            time.sleep(pause)
+        raise AssertionError("unreachable")
+
+    @contextmanager
+    def _connection(self, wait: float | None = None) -> Iterator[psycopg.Connection]:
+        """The held connection, opened again if it broke; after ``idle()`` a connection of
+        its own for each operation, closed at its end."""
+        if self.conn is None or self.conn.closed:
+            self.conn = self._connect(wait)
         try:
-            self.conn = psycopg.connect(info, autocommit=False, row_factory=dict_row)
-        except psycopg.Error as exc:
-            raise self._error("cannot connect", exc, hint=CONNECT_HINT) from exc
+            yield self.conn
+        finally:
+            if not self._hold and self.conn is not None:
+                self.conn.close()
+                self.conn = None
+
+    def idle(self) -> None:
+        """Hold no connection from now on but for the length of each operation; operations
+        no longer share a connection, so they no longer wait for each other."""
+        self._hold = False
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    @contextmanager
+    def _tx(self, write: bool = True) -> Iterator[Any]:
+        with self._shared(), self._transaction(write) as cur:
+            yield cur
+
+    def _shared(self):
+        """The mutex that keeps threads off a held connection; nothing after idle()."""
+        from contextlib import nullcontext
+
+        return self._mutex if self._hold else nullcontext()
 
     def _error(self, what: str, exc: psycopg.Error, hint: str | None = None) -> LedgerError:
         # The driver's exception stays chained for the debug log: scrub it as well.
@@ -274,14 +333,16 @@ class PostgresLedger(SqlLedger):
 
     # -- schema --------------------------------------------------------------------------
 
-    def migrate(self) -> int:
-        """Bring the schema to ``schema_version``; returns the version found before.
+    def migrate(self, found: int | None = -1) -> int:
+        """Bring the schema to ``schema_version``; returns the version found before
+        (``found``: the version just read, when the caller has read it).
 
         The usual case is one short read that finds the schema current. Otherwise the
         migrations run in one transaction under an advisory lock, so many hosts starting at
         once create the schema once, and a waiter re-reads the version its predecessor wrote.
         """
-        found = self._current_version()
+        if found == -1:
+            found = self._current_version()
         if found is not None:
             self.check_version(found, self.label)
             if found == self.schema_version:
@@ -298,43 +359,114 @@ class PostgresLedger(SqlLedger):
         return found or 0
 
     def _current_version(self) -> int | None:
-        """The recorded schema version; None when cronwrap_meta does not exist yet."""
+        """The recorded schema version (one statement); None when there is no schema yet."""
         try:
-            with self._tx(write=False) as cur:
-                row = self._one(cur, "schema_version")
+            rows = self._single("schema_version")[1]
         except LedgerError as exc:
             if isinstance(exc.__cause__, errors.UndefinedTable):
                 return None
             raise
-        return int(row["value"]) if row else 0
+        return int(rows[0]["value"]) if rows else 0
+
+    # -- one statement, one round trip ---------------------------------------------------
+
+    def _single(self, name: str, wait: float | None = None,
+                **params: Any) -> tuple[int, list[dict]]:
+        """A statement of its own (autocommit): the rows it affected and those it returned.
+        ``wait``: for a full or restarting server, instead of the ledger's own."""
+        with self._shared():
+            try:
+                with self._connection(wait) as conn:
+                    watchdog = _Watchdog(conn, TRANSACTION_TIMEOUT_S)
+                    try:
+                        cur = conn.execute(self.q[name], params)
+                        rows = cur.fetchall() if cur.description else []
+                        return cur.rowcount, rows
+                    finally:
+                        watchdog.cancel()
+            except psycopg.Error as exc:
+                raise self._failed(exc) from exc
+
+    def _failed(self, exc: psycopg.Error) -> LedgerError:
+        if isinstance(exc, errors.FeatureNotSupported) and "newer than this cronwrap" in str(exc):
+            return LedgerError(f"ledger {self.label}: {_reason(exc, self.dsn)}: upgrade cronwrap "
+                               "on this host (the ledger is left as it is)")
+        error = self._error("query failed", exc)
+        if self.conn is not None and self.conn.broken:
+            self.conn.close()
+            self.conn = None
+        error.connection_lost = transient(exc)
+        return error
+
+    def _clock_now(self) -> datetime | None:
+        """The injected clock (tests), else None: the statement takes the server's now()."""
+        return None if self.clock is None else datetime.fromtimestamp(self.clock(), timezone.utc)
+
+    def claim(self, req: ClaimRequest) -> Claim:
+        """DESIGN §3's claim as one call of cronwrap_claim() (migration 3), the same protocol
+        as SqlLedger.claim. A live run of this very runner in the way comes back as 'check'
+        first: its PID is looked up here, and the function is called once more saying which
+        of them are gone."""
+        gone: list[int] = []
+        checked = False
+        while True:
+            rows = self._single("claim", **self._claim_params(req, gone, checked))[1]
+            checks = [r for r in rows if r["outcome"] == "check"]
+            if not checks:
+                break
+            gone = [r["run"]["id"] for r in checks
+                    if req.is_gone(r["run"]["pid"], r["run"]["pid_start"])]
+            checked = True
+        (row,) = rows
+        run = self._run(_json_row(row["run"]))
+        if row["outcome"] == "claimed":
+            return Claim(run=run, took_over=row["took_over"])
+        return Claim(run=None, skip_reason=row["outcome"], blocking=run)
+
+    def _claim_params(self, req: ClaimRequest, gone: list[int], checked: bool) -> dict:
+        job = req.job
+        return dict(job=job.name, schedule=job.schedule, tz=job.tz,
+                    key_template=job.key_template, settings=job.settings, run_key=req.run_key,
+                    scheduled_at=req.scheduled_at, trigger=req.trigger, host=req.host,
+                    pid=req.pid, pid_start=req.pid_start, boot_id=req.boot_id or None,
+                    pid_ns=req.pid_ns or None, lease=float(req.lease),
+                    overlap_skip=req.overlap_skip, force=req.force,
+                    max_attempts=req.max_attempts, skew_ms=req.skew_ms,
+                    now=self._clock_now(), gone=gone, checked=checked,
+                    schema=self.schema_version)
+
+    def heartbeat(self, run: Run, lease: float, wait: float | None = None) -> bool:
+        return self._single("heartbeat", wait, **self._owner(run), now=self._clock_now(),
+                            lease=float(lease))[0] == 1
+
+    def finish(self, run: Run, result: Finish, wait: float | None = None) -> bool:
+        return self._single(
+            "finish", wait, **self._owner(run), now=self._clock_now(), status=result.status,
+            skip_reason=result.skip_reason, duration_ms=result.duration_ms,
+            exit_code=result.exit_code, signal=result.signal, timed_out=result.timed_out,
+            error_tail=result.error_tail, log_path=result.log_path)[0] == 1
 
     # -- dialect hooks -------------------------------------------------------------------
 
     @contextmanager
     def _transaction(self, write: bool) -> Iterator[Any]:
+        """BEGIN … COMMIT on the connection; the session settings for this transaction only
+        (set_config local: nothing outlives it, as PgBouncer's transaction pooling needs),
+        fetched with the server's now() in the same round trip."""
         self._tx_now = None
-        watchdog = None
         try:
-            if self.conn is None or self.conn.closed:
-                self._connect()  # the previous connection broke: a heartbeat reconnects
-            conn = self.conn
-            watchdog = _Watchdog(conn, TRANSACTION_TIMEOUT_S)
-            try:
-                yield conn.cursor()
-            except BaseException:
-                if not conn.closed:
-                    conn.rollback()
-                raise
-            conn.commit()
+            with self._connection() as conn:
+                watchdog = _Watchdog(conn, TRANSACTION_TIMEOUT_S)
+                try:
+                    with conn.transaction():
+                        cur = conn.cursor()
+                        cur.execute(_SESSION_SETTINGS)
+                        self._tx_now = cur.fetchone()["now"]
+                        yield cur
+                finally:
+                    watchdog.cancel()
         except psycopg.Error as exc:
-            error = self._error("query failed", exc)
-            if self.conn is not None and self.conn.broken:
-                self.conn.close()
-                error.connection_lost = True
-            raise error from exc
-        finally:
-            if watchdog is not None:
-                watchdog.cancel()
+            raise self._failed(exc) from exc
 
     def _exec(self, cur: psycopg.Cursor, name: str, **params: Any) -> None:
         cur.execute(self.q[name], params or None)
@@ -347,16 +479,9 @@ class PostgresLedger(SqlLedger):
 
     def _db_now(self, cur: psycopg.Cursor) -> datetime:
         """The injected clock, or the server's ``now()`` (the transaction's start, constant
-        within it), fetched once per transaction and then passed to each statement.
-
-        Pipelining this SELECT with its BEGIN saved nothing measurable on loopback, and a
-        connection lost inside a pipeline makes psycopg print a warning into the job's output.
-        """
+        within it), fetched with the transaction's settings and passed to each statement."""
         if self.clock is not None:
             return datetime.fromtimestamp(self.clock(), timezone.utc)
-        if self._tx_now is None:
-            cur.execute("SELECT now() AS now")
-            self._tx_now = cur.fetchone()["now"]
         return self._tx_now
 
     def _to_db(self, t: datetime | None) -> datetime | None:
@@ -374,3 +499,52 @@ class PostgresLedger(SqlLedger):
                 self.conn.close()
             except psycopg.Error as exc:
                 raise self._error("close failed", exc) from exc
+
+
+def _keep_or(name: str, value: int) -> str:
+    """set_config for this transaction only: a value the operator set for the session
+    (options, ALTER ROLE/DATABASE … SET) wins; cronwrap's applies where none is set (0)."""
+    current = f"current_setting('{name}')"
+    return f"set_config('{name}', CASE WHEN {current} = '0' THEN '{value}' ELSE {current} END, true)"
+
+
+_SESSION_SETTINGS = (f"SELECT {_keep_or('statement_timeout', STATEMENT_TIMEOUT_MS)}, "
+                     f"{_keep_or('idle_in_transaction_session_timeout', IDLE_IN_TRANSACTION_MS)}, "
+                     "now() AS now")
+
+# Connection failures worth waiting for, by what libpq or the server says (a failed connection
+# carries no SQLSTATE in psycopg): a full server or pooler, one starting up, shutting down or
+# in recovery, nothing listening yet, a connection cut. Anything else (authentication, an
+# unknown database or role, a bad option) fails at once.
+_TRANSIENT = re.compile(
+    "too many (connections|clients)|remaining connection slots|no more connections allowed|"
+    "is starting up|is shutting down|in recovery mode|not yet accepting connections|"
+    "not accepting connections|connection refused|no such file or directory|timeout expired|"
+    "server closed the connection|connection reset|could not receive data|"
+    "could not send data|terminating connection|network is unreachable|"
+    "cannot connect to server|server login has been failing|query_wait_timeout|"
+    "ssl connection has been closed", re.IGNORECASE)
+_TRANSIENT_STATES = {"53300", "57P01", "57P02", "57P03", "08000", "08003", "08006", "08001",
+                     "08004"}
+BACKOFF_BASE = 0.1
+BACKOFF_CAP = 5.0
+
+
+def transient(exc: BaseException) -> bool:
+    """Whether waiting may cure ``exc``: the server is full, restarting or unreachable, or
+    the connection broke."""
+    state = getattr(exc, "sqlstate", None)
+    return state in _TRANSIENT_STATES or bool(_TRANSIENT.search(str(exc)))
+
+
+def backoff(attempt: int, rng=random.random) -> float:
+    """Full-jitter exponential backoff: uniform(0, min(cap, base × 2^attempt))."""
+    return rng() * min(BACKOFF_CAP, BACKOFF_BASE * 2 ** min(attempt, 20))
+
+
+def _json_row(row: dict) -> dict:
+    """A runs row as cronwrap_claim() returns it (to_jsonb): times back to datetimes."""
+    for key in ("scheduled_at", "locked_until", "started_at", "finished_at", "created_at"):
+        if row.get(key) is not None:
+            row[key] = datetime.fromisoformat(row[key])
+    return row

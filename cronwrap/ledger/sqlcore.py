@@ -137,13 +137,13 @@ class SqlLedger(ABC):
                     skip_reason=reason, host=req.host, now=now) is not None
         return recorded
 
-    def heartbeat(self, run: Run, lease: float) -> bool:
+    def heartbeat(self, run: Run, lease: float, wait: float | None = None) -> bool:
         with self._tx() as cur:
             now = self._db_now(cur)
             self._exec(cur, "heartbeat", **self._owner(run), now=now, lease=self._lease(lease))
             return cur.rowcount == 1
 
-    def finish(self, run: Run, result: Finish) -> bool:
+    def finish(self, run: Run, result: Finish, wait: float | None = None) -> bool:
         with self._tx() as cur:
             now = self._db_now(cur)
             self._exec(
@@ -191,6 +191,10 @@ class SqlLedger(ABC):
         with self._tx() as cur:
             rows = self._all(cur, "unlock", job=job, now=self._db_now(cur))
         return [self._run(r) for r in rows]
+
+    def idle(self) -> None:
+        """Hold nothing between operations from now on (PostgreSQL: no connection while the
+        job runs); an embedded ledger has nothing to give back."""
 
     def now(self) -> datetime:
         with self._tx(write=False) as cur:

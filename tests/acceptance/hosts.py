@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from tests.conftest import CW, lock_holder
+from tests.conftest import CW, job_holder
 
 
 class Host(CW):
@@ -26,8 +26,8 @@ class Host(CW):
         return [json.loads(l) for l in path.read_text().splitlines()] if path.exists() else []
 
     def lock_holder(self, job: str) -> list[int]:
-        """WRAPPER_PID WRAPPER_START JOB_PID JOB_START"""
-        return lock_holder(self.home, job)
+        """WRAPPER_PID WRAPPER_START JOB_PID JOB_START, once the job has been spawned"""
+        return job_holder(self.home, job)
 
 
 def kill_runner(host: Host, job: str, sig: int) -> None:

@@ -1,8 +1,9 @@
 """``--db`` takes any libpq connection string or URI (issue 12 §4), through the executable.
 
 Each test runs a job with ``--db`` (or ``CRONWRAP_DB``), then reads it back with ``history
---json``. The job prints the application_name of the other sessions on its database: that is
-cronwrap's own connection, open while the job runs, so the test sees which of the operator's
+--json``. The wrapper is stopped right after its claim (CRONWRAP_FAILPOINT=after_claim), while
+its connection is still open (it closes it before the job starts, so that a running job holds
+no connection), and the test reads that session's application_name: which of the operator's
 parameters reached the server. ``search_path`` shows the same for ``options``: the ledger's
 tables are made in the schema it names.
 """
@@ -10,7 +11,7 @@ tables are made in the schema it names.
 from __future__ import annotations
 
 import os
-import sys
+import signal
 from pathlib import Path
 
 import psycopg
@@ -19,11 +20,6 @@ from psycopg import conninfo
 
 pytestmark = pytest.mark.postgres
 
-SESSIONS = ("import sys, psycopg\n"
-            "with psycopg.connect(sys.argv[1]) as conn:\n"
-            "    print(*sorted(row[0] for row in conn.execute(\n"
-            "        'SELECT application_name FROM pg_stat_activity WHERE datname = '\n"
-            "        'current_database() AND pid <> pg_backend_pid()')))\n")
 TABLES = {"cronwrap_jobs", "cronwrap_meta", "cronwrap_runs"}
 
 
@@ -38,16 +34,33 @@ def keywords(pg_dsn: str) -> str:
     return f"host={p['host']} port={p['port']} user={p['user']} dbname={p['dbname']}"
 
 
+def sessions(pg_dsn: str) -> list[str]:
+    """The application names of the other sessions on the test's database."""
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        return sorted(row[0] for row in conn.execute(
+            "SELECT application_name FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"))
+
+
 def run_and_read(cw, db: str | None, name: str, pg_dsn: str,
                  env: dict[str, str] | None = None) -> list[str]:
     """Run one job on ledger ``db`` and read it back; the application names cronwrap's
-    connection showed while it ran."""
+    connection showed right after its claim."""
+    from tests.acceptance.test_faults import kill_wrapper, stop_when_stopped
+
     given = ["--db", db] if db is not None else []
-    proc = cw("run", "-n", name, *given, "--", sys.executable, "-c", SESSIONS, pg_dsn,
-              env=env, check_rc=0)
+    wrapper = cw.popen("run", "-n", name, *given, "--", "true",
+                       env={**(env or {}), "CRONWRAP_FAILPOINT": "after_claim"})
+    try:
+        stop_when_stopped(wrapper, "after_claim")
+        names = sessions(pg_dsn)
+        wrapper.send_signal(signal.SIGCONT)
+        assert wrapper.wait(30) == 0, wrapper.stderr.read()
+    finally:
+        kill_wrapper(wrapper)
     runs = cw.json("history", name, "--json", *given, env=env)
     assert [(r["job"], r["status"], r["exit_code"]) for r in runs] == [(name, "succeeded", 0)]
-    return proc.stdout.decode().split()
+    return names
 
 
 def tables(pg_dsn: str) -> dict[str, str]:

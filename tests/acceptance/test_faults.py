@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.acceptance.conftest import alive, same_minute, wait_for
-from tests.conftest import lock_holder
+from tests.conftest import job_holder, lock_holder
 from tests.tcpproxy import TcpProxy
 
 
@@ -351,7 +351,7 @@ def test_postgres_frozen_mid_run_ends_the_job_within_its_lease(cw, home, proxied
     job_pid = job_start = 0
     try:
         wait_for(ready.exists, what="job start")
-        _, _, job_pid, job_start = lock_holder(home, "fz")
+        _, _, job_pid, job_start = job_holder(home, "fz")
         proxy.frozen.set()
         frozen_at = time.monotonic()
         # one lease, plus a heartbeat period and slack
@@ -372,8 +372,9 @@ def test_postgres_frozen_mid_run_ends_the_job_within_its_lease(cw, home, proxied
 
 
 def test_a_postgres_that_never_answers_fails_within_the_connect_timeout(cw, tmp_path):
-    """A listener that accepts and never sends a byte: 125 within libpq's connect timeout
-    (cronwrap's default, 5 s), one line; with run-unrecorded the job runs."""
+    """A listener that accepts and never sends a byte: with --db-wait 0 (no waiting for a
+    server that does not answer), 125 within libpq's connect timeout (cronwrap's default,
+    5 s), one line; with run-unrecorded the job runs."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
@@ -391,7 +392,8 @@ def test_a_postgres_that_never_answers_fails_within_the_connect_timeout(cw, tmp_
     try:
         start = time.monotonic()
         procs = {mode: cw.popen("run", "-n", f"pg-{mode}", "--db", hung, "--on-db-error", mode,
-                                "--", "sh", "-c", f"touch {tmp_path / mode}; exit 3")
+                                "--db-wait", "0", "--", "sh", "-c",
+                                f"touch {tmp_path / mode}; exit 3")
                  for mode in ("fail", "run-unrecorded")}
         for mode, proc in procs.items():
             out, err = proc.communicate(timeout=30)

@@ -21,7 +21,7 @@ import pytest
 from tests.acceptance.conftest import alive, same_minute, wait_for
 from tests.acceptance.test_faults import (cronwrap_lines, events, fill, kill_wrapper, lock_busy,
                                           read_only, tmpfs)  # noqa: F401  (tmpfs: a fixture)
-from tests.conftest import lock_holder
+from tests.conftest import job_holder
 
 
 def history(cw, name: str, *args: str, env: dict | None = None) -> list[dict]:
@@ -308,7 +308,7 @@ def test_the_job_of_a_killed_wrapper_gets_the_timeout_signal(cw, tmp_path):
                        f"touch {ready}; while :; do sleep 0.1; done"]
     proc = cw.popen("run", "-n", "j", "--timeout", "1h", "--", *job)
     wait_for(ready.exists, what="the job")
-    _, _, job_pid, _ = lock_holder(cw.home, "j")
+    _, _, job_pid, _ = job_holder(cw.home, "j")
     proc.kill()
     proc.wait(10)
     wait_for(lambda: not alive(job_pid), timeout=15, what="the orphaned job to end")
@@ -321,7 +321,7 @@ def test_survivors_of_a_killed_wrapper_keep_the_lock_until_kill_after(cw, tmp_pa
     job = ["sh", "-c", f"trap '' TERM; touch {ready}; sleep 60"]  # ignores the timeout signal
     proc = cw.popen("run", "-n", "j", "--timeout", "1h", "--kill-after", "3", "--", *job)
     wait_for(ready.exists, what="the job")
-    _, _, job_pid, _ = lock_holder(cw.home, "j")
+    _, _, job_pid, _ = job_holder(cw.home, "j")
     proc.kill()
     proc.wait(10)
     assert alive(job_pid) and lock_busy(cw.home / "locks" / "j.lock")

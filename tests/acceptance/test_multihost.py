@@ -12,6 +12,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from cronwrap.runner import FINISH_DB_WAIT
+
 from tests.acceptance.conftest import same_minute, wait_for
 from tests.acceptance.hosts import Host, kill_runner
 from tests.tcpproxy import TcpProxy
@@ -113,12 +115,14 @@ def test_unreachable_at_claim_fails_with_125_or_runs_unrecorded(hosts, proxied, 
     marker = tmp_path / "ran"
     proxy.cut()
     start = time.monotonic()
-    proc = a("run", "-n", "u", "--", "touch", str(marker))
+    # A server that does not answer is waited for (--db-wait), then --on-db-error applies.
+    proc = a("run", "-n", "u", "--db-wait", "2s", "--", "touch", str(marker))
     assert proc.returncode == 125 and not marker.exists()
     assert len(proc.stderr.decode().strip().splitlines()) == 1 and b"***" in proc.stderr
-    assert time.monotonic() - start < 8
+    assert time.monotonic() - start < 2 + 8
     no_secret(proc.stderr, proc.stdout)
-    proc = a("run", "-n", "u", "--on-db-error", "run-unrecorded", "--", "sh", "-c", f"touch {marker}; exit 3")
+    proc = a("run", "-n", "u", "--db-wait", "1s", "--on-db-error", "run-unrecorded", "--", "sh",
+             "-c", f"touch {marker}; exit 3")
     assert proc.returncode == 3 and marker.exists() and b"unrecorded" in proc.stderr
     no_secret(proc.stderr, proc.stdout)
     for path in a.home.rglob("*"):
@@ -134,8 +138,9 @@ def test_unreachable_during_heartbeats_ends_the_job_and_delivers_later(hosts, pr
     wait_for(ready.exists, what="job start")
     proxy.cut()
     start = time.monotonic()
-    status = runner.wait(20)
-    assert status == 143 and time.monotonic() - start < 2 + 5
+    status = runner.wait(40)
+    # the lease (2 s), then the finish waits for the server (FINISH_DB_WAIT) before the outbox
+    assert status == 143 and time.monotonic() - start < 2 + FINISH_DB_WAIT + 5
     out, err = runner.communicate()
     assert b"outbox" in err
     no_secret(out, err)

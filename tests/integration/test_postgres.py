@@ -148,9 +148,10 @@ def test_session_settings_and_an_operators_own_options(pg_dsn):
             return next(iter(cur.fetchone().values()))
 
     led = PostgresLedger(pg_dsn)
-    names = ("statement_timeout", "idle_in_transaction_session_timeout", "application_name",
-             "TimeZone")
-    assert [setting(led, n) for n in names] == ["15s", "10s", "cronwrap", "UTC"]
+    names = ("statement_timeout", "idle_in_transaction_session_timeout", "application_name")
+    assert [setting(led, n) for n in names] == ["15s", "10s", "cronwrap"]
+    with led._connection() as conn:  # set for each transaction only: nothing left in the session
+        assert conn.execute("SHOW statement_timeout").fetchone()["statement_timeout"] == "0"
     led.close()
     led = PostgresLedger(pg_dsn + "?options=-c%20statement_timeout%3D42s&application_name=ops")
     assert (setting(led, "statement_timeout"), setting(led, "application_name")) == ("42s", "ops")
@@ -162,6 +163,7 @@ def test_upsert_of_the_job_is_the_claims_lock_and_a_paused_holder_is_ended(pg_ds
     holder paused inside its transaction is ended by the server (here after 1 s)."""
     holder = PostgresLedger(pg_dsn + "?options=-c%20idle_in_transaction_session_timeout%3D1s")
     claimer = PostgresLedger(pg_dsn)
+    holder.conn.autocommit = False  # a transaction left open: the holder paused inside it
     holder.conn.execute(holder.q["upsert_job"], dict(
         job="settle", schedule=None, tz=None, key_template=None, now=datetime.now(timezone.utc), last_slot=None, settings=None))
     result = {}
