@@ -889,6 +889,19 @@ LEDGER: tuple[Block, ...] = (
                     "name, waits for the lease to expire. `cronwrap unlock` *NAME* expires "
                     "the leases of a job's running rows, for an operator who knows the holder "
                     "is dead."),
+    "On PostgreSQL a claim is one call of the server-side function `cronwrap_claim` (created "
+    "by the schema's migration 3), one round trip; a renewal and a finish are one statement "
+    "each. Once the job is claimed the wrapper closes its connection: each renewal and the "
+    "finish connect for their own statement, so a running job holds no server connection. "
+    "A connection that fails because the server or a pooler is full, starting up, shutting "
+    "down, refusing or resetting is tried again with full-jitter exponential backoff for up "
+    "to `--db-wait`, then `--on-db-error` applies; a wrong password or an unknown database "
+    "fails at once. A renewal waits until the next one is due, a finish up to "
+    f"{duration_text(runner.FINISH_DB_WAIT)} before the outbox.",
+    "PgBouncer in transaction pooling mode, with its default settings, works: cronwrap sends "
+    "no `options` startup parameter (its session settings are set inside each transaction "
+    "with set_config(..., true)), keeps no session state between transactions and uses no "
+    "server-side prepared statement; point `--db` at PgBouncer's port.",
     "Takeover: the next claim of an abandoned slot, from any host, takes it with attempt + 1 "
     "and a larger fence. A holder that was only paused (a stopped VM, a network partition) "
     "finds its lease lost at its next renewal, or by its own clock once a whole lease passed "
