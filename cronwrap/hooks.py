@@ -18,6 +18,7 @@ import time
 
 from cronwrap.errors import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SIGNAL_BASE, UsageError
 from cronwrap.record import Record
+from cronwrap.redact import url as redact
 
 TAIL_BYTES = 4096  # of a hook's output kept, and of the job's output given to a hook
 PING_BODY_BYTES = 10 * 1024
@@ -181,19 +182,6 @@ def parse_ping_url(text: str, label: str = "--ping") -> str:
         return text
     raise UsageError(f"{label}: {redact(text)!r} is not an http:// or https:// URL "
                      "(example: https://hc-ping.com/YOUR-UUID)")
-
-
-def redact(url: str) -> str:
-    """``url`` with everything from after ``://`` to its last ``@`` hidden: safe to print.
-
-    ``https://ops:pw@host/x`` -> ``https://***@host/x``. The last ``@`` of the whole URL,
-    since a password may hold a raw ``/``, ``?`` or ``#``: an ``@`` in a path or query hides
-    too much, never too little. The one redaction of URLs: pings and the ledger's label.
-    """
-    scheme, sep, rest = url.partition("://")
-    if not sep or "@" not in rest:
-        return url
-    return f"{scheme}://***@{rest.rpartition('@')[2]}"
 
 
 def _split_userinfo(url: str) -> tuple[str, str | None, str]:

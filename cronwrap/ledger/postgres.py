@@ -22,7 +22,7 @@ from psycopg import conninfo, errors
 from psycopg.rows import dict_row
 
 from cronwrap.errors import LedgerError
-from cronwrap.hooks import redact as redact_url
+from cronwrap.redact import url as redact_url
 from cronwrap.ledger import sql
 from cronwrap.ledger.base import Claim, ClaimRequest, Finish, Run
 from cronwrap.ledger.sqlcore import SqlLedger
@@ -91,7 +91,7 @@ class _Watchdog:
 def redact_dsn(dsn: str) -> str:
     """``dsn`` with its password replaced by ``***``, in URL or key=value form.
 
-    A URL goes through ``hooks.redact``, the one redaction of URLs (everything up to its last
+    A URL goes through ``redact.url``, the one redaction of URLs (everything up to its last
     ``@``: a password holding a raw ``@`` or ``/`` is still hidden whole); ``?password=`` is
     hidden too.
     """
