@@ -315,9 +315,10 @@ def explain(
     """The next fire times of a schedule, and what a person should know about it."""
     from cronwrap import report, schedule as sched
 
-    zone, zone_name = sched.resolve_zone(tz, os.environ, sched.system_zone_name())
+    host = sched.system_zone_name()
+    zone, zone_name = sched.resolve_zone(tz, os.environ, host)
     begin = sched.parse_timestamp(start, zone, "--from") if start else _now()
-    result = sched.explain(expression, zone, zone_name, sched.system_zone_name(), begin, count)
+    result = sched.explain(expression, zone, zone_name, host, begin, count)
     if as_json:
         print(json.dumps(result.to_json(), indent=2))
     else:

@@ -468,6 +468,11 @@ def test_explain_dst_at_midnight_and_for_wildcard_hours():
                for w in lord_howe)
     new_york = explained("0,30 2 * * 0", NEW_YORK, "America/New_York").warnings
     assert any("the runs at 02:00 and 02:30 happen once together, at 03:00" in w for w in new_york)
+    every_other_hour = explained("0 */2 * * *", BERLIN, "Europe/Berlin").warnings
+    assert [w.split("; ")[1] for w in every_other_hour] == [
+        "this schedule follows real time, so the run at 02:00 does not happen that day",
+        "this schedule follows real time, so the run at 02:00 happens twice",
+    ]
 
 
 def test_explain_zone_differs_from_the_system():
@@ -477,6 +482,13 @@ def test_explain_zone_differs_from_the_system():
     assert explained("*/5 * * * *", kathmandu, "UTC").warnings == []
     assert explained("0 * * * *", ZoneInfo("Asia/Tokyo"), "UTC").warnings == []
     assert explained("0 * * * *", kathmandu, "UTC").warnings[0].startswith("your 06:00 Asia/Kathmandu runs at 00:15 UTC")
+
+
+def test_explain_zone_shift_is_shown_at_a_fire_time_it_moves():
+    london = ZoneInfo("Europe/London")  # UTC in winter, UTC+1 in summer
+    (warning,) = explained("0 23 * * *", london, "UTC", start=utc(2026, 1, 15)).warnings
+    assert warning.startswith("your 23:00 Europe/London runs at 22:00 UTC on this host's clock")
+    assert explained("0 23 * 1 *", london, "UTC", start=utc(2026, 1, 15)).warnings == []
 
 
 def test_explain_uneven_steps():
