@@ -1,6 +1,6 @@
 """``cronwrap run --dry-run``: what a firing would do, with nothing claimed, run or written.
 
-The same planning as a real firing (runner.plan_firing: catch-up, manual slots and ranges),
+The same planning as a real firing (firing.plan_firing: catch-up, manual slots and ranges),
 then for each slot the answer the ledger's claim would give now (``Ledger.preview``, a read).
 The ledger is opened read-only; no lock is taken, no event logged, no outbox delivered. It is
 also how an operator asks "what will the next firing do?".
@@ -12,8 +12,8 @@ import sys
 
 from cronwrap.errors import LedgerError
 from cronwrap.ledger import base
-from cronwrap.runner import (Invocation, Slot, Timing, open_ledger, plan_firing, recorded_job,
-                             resolve_timing)
+from cronwrap.firing import Slot, Timing, plan_firing, resolve_timing
+from cronwrap.runner import Invocation, history, open_ledger, recorded_job
 
 
 def show(inv: Invocation, timing: Timing | None) -> int:
@@ -25,7 +25,7 @@ def show(inv: Invocation, timing: Timing | None) -> int:
     try:
         if timing is None:
             timing = inv.timing = resolve_timing(inv.spec, inv.environ, recorded_job(inv, ledger))
-        plan = plan_firing(inv, ledger, timing)
+        plan = plan_firing(inv.spec, timing, inv.now, history(inv, ledger))
         lines = [header(inv, timing), *lock_lines(inv)]
         if problem:
             lines.append(f"  the ledger cannot be read ({problem}): a real firing would "

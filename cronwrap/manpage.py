@@ -22,13 +22,11 @@ import inspect
 import re
 import signal
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Iterable, Iterator
 
-from cronwrap import (__version__, catchup, config, errors, hooks, locks, monitor, report,
-                      retry, runlog, runner, schedule, spec, stdio, supervise)
+from cronwrap import (__version__, attempt, catchup, config, errors, hooks, jobenv, locks,
+                      monitor, report, retry, runlog, runner, schedule, spec, stdio, supervise)
 from cronwrap.cli import RUN_USAGE
 from cronwrap.ledger import base
 from cronwrap.paths import resolve_dirs
@@ -163,12 +161,8 @@ def option_groups() -> list[tuple[str, list[spec.Option]]]:
 
 
 def job_variables() -> list[str]:
-    """The variables cronwrap adds to the job's environment, asked of the runner itself."""
-    inv = SimpleNamespace(environ={}, spec=SimpleNamespace(env_extra={}, host="HOST"),
-                          timing=runner.Timing(None, None))
-    run = SimpleNamespace(job="JOB", run_id=1, run_key="KEY", attempt=1, trigger="schedule",
-                          fence=1, scheduled_at=datetime(2026, 1, 1, tzinfo=timezone.utc))
-    return list(runner.job_environment(inv, run))  # type: ignore[arg-type]
+    """The variables cronwrap adds to the job's environment: jobenv's registry."""
+    return list(jobenv.JOB_VARIABLES)
 
 
 _ALERT_VARIABLE = re.compile(r'env\["(CRONWRAP_\w+)"\]\s*=')
@@ -206,25 +200,9 @@ def placeholders(path: str) -> str:
     return "".join(f"*{p}*" if i % 2 else f"`{p}`" if p else "" for i, p in enumerate(parts))
 
 
-_EVENT_CALL = re.compile(r'(?:\.event|\bemit)\(\s*"(\w+)"(?:\s+if\s[^"]*else\s+"(\w+)")?')
-# ``.event(m.status if m.status == base.MISSED else "skip", …)``: an event named by a status
-_STATUS_EVENT_CALL = re.compile(r'\.event\(\s*[\w.]+ if [\w.]+ == base\.([A-Z_]+) else "(\w+)"')
-FIRST_EVENTS = ("start", "finish", "timeout", "skip")
-
-
 def run_log_events() -> list[str]:
-    """Every event name the package writes to the run log, found in its source."""
-    found: list[str] = []
-    for source in sorted(Path(__file__).parent.glob("*.py")):
-        if source.name == Path(__file__).name:
-            continue
-        text = source.read_text(encoding="utf-8")
-        for match in _EVENT_CALL.finditer(text):
-            found += [name for name in match.groups() if name and name not in found]
-        for match in _STATUS_EVENT_CALL.finditer(text):
-            found += [name for name in (getattr(base, match.group(1)), match.group(2))
-                      if name not in found]
-    return [e for e in FIRST_EVENTS if e in found] + [e for e in found if e not in FIRST_EVENTS]
+    """The run log's events: runlog's registry."""
+    return [event.value for event in runlog.Event]
 
 
 def signal_names(numbers: Iterable[int]) -> str:
@@ -897,7 +875,7 @@ LEDGER: tuple[Block, ...] = (
     "down, refusing or resetting is tried again with full-jitter exponential backoff for up "
     "to `--db-wait`, then `--on-db-error` applies; a wrong password or an unknown database "
     "fails at once. A renewal waits until the next one is due, a finish up to "
-    f"{duration_text(runner.FINISH_DB_WAIT)} before the outbox.",
+    f"{duration_text(attempt.FINISH_DB_WAIT)} before the outbox.",
     "PgBouncer in transaction pooling mode, with its default settings, works: cronwrap sends "
     "no `options` startup parameter (its session settings are set inside each transaction "
     "with set_config(..., true)), keeps no session state between transactions and uses no "
@@ -910,7 +888,7 @@ LEDGER: tuple[Block, ...] = (
     "`CRONWRAP_RUN_KEY`, and may reject writes that carry a fence smaller than one it has "
     "seen (`CRONWRAP_FENCE`).",
     "Once the job has run, a failure to record its end never changes cronwrap's exit status: "
-    f"the record is tried {runner.FINISH_RETRIES} times, then spooled to *STATE*`/outbox/`, "
+    f"the record is tried {attempt.FINISH_RETRIES} times, then spooled to *STATE*`/outbox/`, "
     "and every later invocation on this host delivers what waits there before it claims "
     "anything (a `spooled` and an `outbox_delivered` event). The delivery must match the claim "
     "like any update, so a slot taken over in the meantime keeps its new runner's record. A "

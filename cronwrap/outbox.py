@@ -24,6 +24,7 @@ from cronwrap.errors import LedgerError
 from cronwrap.ledger import base
 from cronwrap.ledger.base import Finish
 from cronwrap.paths import ensure_private_dir, open_private
+from cronwrap.runlog import Event
 
 QUARANTINE = "bad"
 _OWNER = {"job": str, "run_id": int, "fence": int, "run_key": str, "host": str, "pid": int,
@@ -117,7 +118,7 @@ def deliver(state_dir: Path, url: str | None, ledger: base.Ledger, emit) -> int:
             recorded = ledger.finish(run, result)
         except LedgerError:
             return delivered  # still unreachable: try again next time
-        emit("outbox_delivered", job=run.job, run_id=run.run_id, run_key=run.run_key,
+        emit(Event.OUTBOX_DELIVERED, job=run.job, run_id=run.run_id, run_key=run.run_key,
              status=result.status, recorded=recorded)
         path.unlink(missing_ok=True)
         delivered += 1
@@ -134,5 +135,5 @@ def quarantine(path: Path, reason: Exception, emit) -> None:
     except Exception:  # OSError, PathError: leave it, but never let it stop the job
         where = "left in place (could not be moved)"
     message = f"outbox entry {path.name} is not a result cronwrap can deliver ({reason}); {where}"
-    emit("outbox_quarantined", file=str(path), error=str(reason), moved_to=str(target))
+    emit(Event.OUTBOX_QUARANTINED, file=str(path), error=str(reason), moved_to=str(target))
     os.write(2, f"cronwrap: {message}\n".encode(errors="replace"))

@@ -10,6 +10,8 @@ database's clock (SQLite: this host's), unless the ledger was built with a ``clo
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from enum import StrEnum
+
 from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
@@ -17,21 +19,57 @@ if TYPE_CHECKING:
 else:
     Protocol = object  # the contract is for readers and type checkers; nothing to import at run time
 
-RUNNING = "running"
-SUCCEEDED = "succeeded"
-FAILED = "failed"
-TIMEOUT = "timeout"
-KILLED = "killed"
-SKIPPED = "skipped"
-MISSED = "missed"
-ABANDONED = "abandoned"  # shown, never stored: a running row whose lease has expired
-FINAL_STATUSES = (SUCCEEDED, FAILED, TIMEOUT, KILLED, SKIPPED, MISSED)
+class Status(StrEnum):
+    """A run's status, as the ledger stores it (ABANDONED is only ever shown)."""
 
-# skip reasons
-OVERLAP = "overlap"
-DUPLICATE = "duplicate"
-TOO_LATE = "too_late"
-LEASE_LOST = "lease_lost"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    KILLED = "killed"
+    SKIPPED = "skipped"
+    MISSED = "missed"
+    ABANDONED = "abandoned"  # shown, never stored: a running row whose lease has expired
+
+
+STATUS_MEANINGS = {  # the registry the docs are made from
+    Status.RUNNING: "Claimed; the job is running and its wrapper renews the run's lease "
+                    "every lease/3.",
+    Status.SUCCEEDED: "The job exited with status 0.",
+    Status.FAILED: "The job exited with another status, or was not found or not executable.",
+    Status.TIMEOUT: "The job reached `--timeout` and was ended; never `failed`, even when it "
+                    "needed KILL.",
+    Status.KILLED: "A signal ended the job (a forwarded TERM, `--overlap replace`), or, with "
+                   "reason `lease_lost`, cronwrap ended it because the lease was lost.",
+    Status.SKIPPED: "Not run: reason `overlap` (another run of the job was live) or `too_late` "
+                    "(a missed slot older than `--catchup-window`). The slot stays claimable.",
+    Status.MISSED: "A slot of `--schedule` that never ran. Claimable.",
+    Status.ABANDONED: "Shown, never stored: a `running` row whose lease has expired because its "
+                      "wrapper is gone. Claimable again.",
+}
+
+
+class Trigger(StrEnum):
+    """Why a run ran: cron fired it for its slot, for a slot that was missed, or a person did."""
+
+    SCHEDULE = "schedule"
+    CATCHUP = "catchup"
+    MANUAL = "manual"
+
+
+class Reason(StrEnum):
+    """Why a slot was not run, or why a run was ended."""
+
+    OVERLAP = "overlap"
+    DUPLICATE = "duplicate"
+    TOO_LATE = "too_late"
+    LEASE_LOST = "lease_lost"
+
+
+# The names the code has always used; each is the enum member itself, not a second spelling.
+RUNNING, SUCCEEDED, FAILED, TIMEOUT, KILLED, SKIPPED, MISSED, ABANDONED = Status
+FINAL_STATUSES = (SUCCEEDED, FAILED, TIMEOUT, KILLED, SKIPPED, MISSED)
+OVERLAP, DUPLICATE, TOO_LATE, LEASE_LOST = Reason
 
 UTC = timezone.utc
 

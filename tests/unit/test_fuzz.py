@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from cronwrap import cli, config, crontab, durations, runner, schedule, spec
+from cronwrap import cli, config, crontab, durations, firing, schedule, spec
 from cronwrap.catchup import plan_firing, plan_manual
 from cronwrap.errors import CronwrapError, UsageError
 
@@ -82,7 +82,7 @@ def test_every_run_option_value_is_a_value_or_a_clean_error(opt, text, from_env)
         assert value == text and value.isprintable()
     # what only the runner can check (a schedule needs its zone) is checked before a run
     try:
-        runner.resolve_timing(job, {})
+        firing.resolve_timing(job, {})
     except CronwrapError:
         pass
 
@@ -102,7 +102,7 @@ def test_flags_from_the_environment_are_booleans_or_a_clean_error(opt, text):
 def test_combinations_of_options_are_a_value_or_a_clean_error(given):
     try:
         job = build(given)
-        timing = runner.resolve_timing(job, {})
+        timing = firing.resolve_timing(job, {})
     except CronwrapError:
         return
     if timing.schedule is not None and job.date is None and job.at is None:
@@ -328,7 +328,7 @@ def test_manual_slots_at_the_ends_of_the_calendar_are_a_clean_error(expr, zone, 
     kind, value = option
     job = build({"schedule": expr, "tz": zone, kind: value})
     try:
-        timing = runner.resolve_timing(job, {})
+        timing = firing.resolve_timing(job, {})
         plan_manual(timing.schedule, date=job.date, at=job.at, key_template=job.key)
     except CronwrapError:
         pass

@@ -1,0 +1,204 @@
+"""One attempt at a claimed slot: capture and pass on the job's output, supervise it under its
+lease, then record how it ended (ARCHITECTURE.md, "one firing", steps 5-7).
+
+Once the job has run, a failure to record its end never changes cronwrap's exit status: the
+result is retried, then spooled to the outbox for the next invocation on this host.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from cronwrap import outbox, policy
+from cronwrap.errors import CronwrapError, LedgerError
+from cronwrap.jobenv import cron_zone, job_environment
+from cronwrap.lease import Heartbeat
+from cronwrap.ledger.base import Claim, Finish, Run, Status
+from cronwrap.paths import ensure_private_dir, file_name, open_private
+from cronwrap.record import TYPE_CHECKING, Record
+from cronwrap.runlog import Event, OutputCapture, output_path, prune_event_logs, prune_outputs
+from cronwrap.stdio import Passthrough, warn
+
+if TYPE_CHECKING:
+    from cronwrap import locks
+    from cronwrap.ledger import base
+    from cronwrap.runner import Invocation
+
+FINISH_RETRIES = 3
+FINISH_DB_WAIT = 10.0  # a finish waits at most this long for a full server (then: the outbox)
+
+
+class Attempt(Record):
+    """One run of a slot as it ended: cronwrap's exit status, what was recorded, the row,
+    and the environment the job had (hooks get it too)."""
+
+    __slots__ = ("exit_status", "result", "run", "env")
+
+
+def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
+            lock: locks.Lock | None) -> Attempt:
+    """Run the job of ``claim`` to its end and record it (``ledger`` None: unrecorded)."""
+    from cronwrap.supervise import SuperviseSpec
+
+    spec, run = inv.spec, claim.run
+    assert run is not None and run.fence is not None
+    log_id = run.run_id if ledger is not None else f"unrecorded-{int(inv.now)}"
+    log_file = output_path(inv.log_dir, spec.name, log_id, run.attempt)
+    capture = open_capture(inv, log_file)
+    inv.event(Event.START, run=run, fence=run.fence, took_over=claim.took_over,
+              recorded=ledger is not None)
+    zone = inv.timing.schedule.zone if inv.timing.schedule else cron_zone(inv.environ)
+    env = job_environment(inv.environ, spec.env_extra, run, spec.host, zone)
+    if inv.pinger is not None:
+        inv.pinger.start()
+    passthrough = Passthrough() if spec.output == "passthrough" else None
+    supervisor = inv.world.supervisor(
+        SuperviseSpec(argv=spec.command, env=env, timeout=spec.timeout,
+                      kill_after=spec.kill_after, signal=spec.signal,
+                      leave_orphans=spec.leave_orphans,
+                      pass_fds=(lock.fd_for_job,) if lock and lock.fd_for_job is not None else ()),
+        capture, lambda job: on_spawn(inv, lock, job), passthrough)
+    heartbeat = Heartbeat(ledger, run, spec.lease, supervisor) if ledger is not None else None
+    if heartbeat:
+        ledger.idle()  # claimed: no server connection while the job runs, but for renewals
+        heartbeat.start()
+    try:
+        outcome = supervisor.run()
+    finally:
+        if heartbeat:
+            heartbeat.stop()
+        capture.close()
+    inv.failpoint("after_exit")
+    if capture.error:  # e.g. the disk filled up while the job ran: the capture is cut short
+        inv.events.report(capture.error)
+    status = outcome.exit_status(spec.preserve_status)
+    result = finish_of(outcome, status, capture, log_file,
+                       heartbeat is not None and heartbeat.lost)
+    if ledger is not None:
+        record_finish(inv, ledger, run, result)
+    stopped = outcome.timed_out or outcome.stop_reason is not None or bool(outcome.forwarded)
+    if spec.output == "on-failure" and result.status != Status.SUCCEEDED:
+        passthrough = replay_output(log_file, stopped)
+    dropped = passthrough.flush(stopped) if passthrough is not None else 0
+    inv.event(Event.TIMEOUT if outcome.timed_out else Event.FINISH, run=run,
+              status=result.status, exit_code=status, duration_ms=result.duration_ms,
+              signal=outcome.signal, skip_reason=result.skip_reason, orphans=outcome.orphans,
+              forwarded=outcome.forwarded or None, spawn_error=outcome.spawn_error,
+              output_bytes=capture.total, output_dropped=dropped,
+              passthrough_error=passthrough_error(passthrough), **wrapper_usage())
+    if outcome.spawn_error:
+        warn(f"{spec.name}: {outcome.spawn_error}")
+    tidy_logs(inv)
+    return Attempt(status, result, run, env)
+
+
+def open_capture(inv: Invocation, log_file: Path) -> OutputCapture:
+    """The run's output file; when it cannot be made, a capture that keeps only a tail."""
+    try:
+        ensure_private_dir(inv.log_dir)  # the log directory itself: not a symlink, not another's
+        capture = OutputCapture(log_file)
+    except CronwrapError as exc:
+        capture = OutputCapture(None)
+        capture.error = f"cannot capture output: {exc}"
+    if capture.error:
+        inv.events.report(capture.error)
+    return capture
+
+
+def on_spawn(inv: Invocation, lock: locks.Lock | None, job) -> None:
+    if lock is not None:
+        lock.set_job(job.pid, job.start_time)
+    inv.failpoint("after_spawn")
+
+
+def passthrough_error(passthrough: Passthrough | None) -> str | None:
+    """Why cronwrap's stdout/stderr stopped taking the job's output, for the run log."""
+    if passthrough is None or not passthrough.errors:
+        return None
+    names = {1: "stdout", 2: "stderr"}
+    return "; ".join(f"{names[t]}: {why}" for t, why in sorted(passthrough.errors.items()))
+
+
+def wrapper_usage() -> dict[str, int]:
+    """The wrapper's own CPU and peak memory (not the job's), for the run log and bench/."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    peak = usage.ru_maxrss  # carried over fork+exec by Linux: VmHWM is this process's own
+    try:
+        with open("/proc/self/status") as f:
+            peak = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    except (OSError, StopIteration, ValueError):
+        pass
+    return {"wrapper_cpu_ms": int((usage.ru_utime + usage.ru_stime) * 1000),
+            "wrapper_maxrss_kb": peak}
+
+
+def finish_of(outcome, exit_status: int, capture: OutputCapture, log_file: Path,
+              lease_lost: bool) -> Finish:
+    """The run's record. Its exit_code is the status cronwrap returned for it (124, or 137
+    when KILL was needed, for a timeout; 128+N for a signal; the job's own otherwise): what
+    cron saw is what the ledger says. The ending signal and timed_out are kept beside it."""
+    status, reason = policy.ended_as(outcome, lease_lost)
+    tail = capture.error_tail()
+    if outcome.spawn_error:  # it names the command, which may hold undecodable bytes
+        error = outcome.spawn_error.encode("utf-8", "backslashreplace").decode()
+        tail = (tail or "") + f"cronwrap: {error}\n"
+    return Finish(
+        status=status, duration_ms=int(outcome.duration * 1000), exit_code=exit_status,
+        signal=outcome.signal, timed_out=outcome.timed_out, error_tail=tail,
+        log_path=str(log_file) if capture.written or capture.total else None, skip_reason=reason,
+    )
+
+
+def record_finish(inv: Invocation, ledger: base.Ledger, run: Run, result: Finish) -> None:
+    """Once the job ran, a failure to record never changes the exit status: retry, then spool
+    the result to the outbox for the next invocation on this host to deliver. Whatever
+    happens, a result that is not recorded is said on stderr."""
+    error = ""
+    for attempt in range(FINISH_RETRIES):
+        try:
+            if not ledger.finish(run, result, wait=min(inv.spec.db_wait, FINISH_DB_WAIT)):
+                inv.event(Event.LEASE_LOST, run=run, status=result.status,
+                          detail="the slot was taken over; its new runner's record stands")
+            return
+        except LedgerError as exc:
+            error = str(exc)
+            if exc.unreachable:
+                break  # it has waited already: the outbox, not another wait
+            inv.world.sleep(0.25 * (attempt + 1))
+    try:
+        path = outbox.spool(inv.dirs.state, inv.spec.db, run, result)
+    except Exception as exc:  # disk full, read-only: the exit status still comes back
+        message = (f"could not record the end of run {run.run_id} of {inv.spec.name} "
+                   f"({result.status}) nor keep it in the outbox: {error}; {exc}")
+        inv.event(Event.UNRECORDED, run=run, status=result.status, error=message)
+        warn(message)
+        return
+    inv.event(Event.SPOOLED, run=run, status=result.status, outbox=str(path), error=error)
+    warn(f"could not record the end of run {run.run_id} ({error}); kept in the outbox for the "
+         "next run on this host")
+
+
+def replay_output(log_file: Path, stopped: bool) -> Passthrough:
+    """``--output on-failure``: the captured output, to stdout, never blocking on its reader."""
+    passthrough = Passthrough()
+    try:
+        fd = open_private(log_file, os.O_RDONLY)
+    except Exception:  # nothing was captured
+        return passthrough
+    try:
+        passthrough.pour(1, iter(lambda: os.read(fd, 1 << 20), b""), stopped)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return passthrough
+
+
+def tidy_logs(inv: Invocation) -> None:
+    now = time.time()
+    prune_outputs(inv.log_dir / file_name(inv.spec.name), inv.spec.keep_logs, now)
+    prune_event_logs(inv.log_dir, inv.spec.keep_logs, now)

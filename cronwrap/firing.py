@@ -1,0 +1,126 @@
+"""What a firing acts for, decided before anything is claimed: the job's schedule resolved
+(--schedule/--tz/--key, or what the ledger recorded for a manual run), and the slots it runs
+and records. Pure: the time and the ledger's history come in as arguments."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from cronwrap.errors import UsageError
+from cronwrap.record import TYPE_CHECKING, Record
+
+if TYPE_CHECKING:
+    from cronwrap.ledger.base import JobInfo
+    from cronwrap.spec import JobSpec
+
+
+class Slot(Record):
+    """A slot a firing acts for: its run key, its original time (in the job's zone), why it
+    runs (schedule, catchup, manual), and the firing's distance from it (seconds, or None)."""
+
+    __slots__ = ("run_key", "scheduled_at", "trigger", "skew")
+    _defaults = dict(skew=None)
+
+
+class Timing(Record):
+    """The job's schedule resolved: the Schedule (None without one), its zone's name and its
+    run key template, from --schedule/--tz/--key or, for a manual run without --schedule,
+    as the ledger recorded them when cron fired the job."""
+
+    __slots__ = ("schedule", "zone_name", "key")
+    _defaults = dict(schedule=None, zone_name=None, key=None)
+
+    @property
+    def expr(self) -> str | None:
+        return None if self.schedule is None else self.schedule.expr
+
+
+class FiringPlan(Record):
+    """What a firing will do, before it does any of it: the slots to run in order, the slots
+    to record without running (catch-up marks), and warnings (printed unless ``quiet``)."""
+
+    __slots__ = ("slots", "marks", "warnings", "skew", "quiet")
+    _defaults = dict(marks=(), warnings=(), skew=0.0, quiet=False)
+
+
+def minute_slot(now: float) -> Slot:
+    """Without a schedule a firing's slot is its minute (cron's own granularity)."""
+    start = datetime.fromtimestamp(now - now % 60, timezone.utc)
+    return Slot(start.strftime("%Y-%m-%dT%H:%M:%SZ"), start.astimezone(), "schedule")
+
+
+def is_manual(spec: JobSpec) -> bool:
+    return spec.date is not None or spec.at is not None
+
+
+def needs_recorded_schedule(spec: JobSpec) -> bool:
+    """A manual run without --schedule takes the job's schedule from the ledger."""
+    return spec.schedule is None and is_manual(spec)
+
+
+def resolve_timing(spec: JobSpec, environ: dict[str, str],
+                   recorded: JobInfo | None = None) -> Timing:
+    """Validate --schedule/--tz/--key/--date/--at before anything runs. ``recorded``: what
+    the ledger knows of the job, for a manual run without --schedule (--tz and --key still
+    win over what was recorded)."""
+    expr, tz, key = spec.schedule, spec.tz, spec.key
+    if expr is None and is_manual(spec) and recorded is not None and recorded.schedule:
+        expr, tz = recorded.schedule, tz or recorded.tz
+        key = key if key is not None else recorded.key_template
+    if expr is None:
+        option = "date" if spec.date is not None else "at" if spec.at is not None else "key"
+        if option != "key":
+            raise UsageError(f"--{option}: no schedule is recorded for {spec.name!r} (cron has "
+                             "not run it with --schedule yet): pass --schedule EXPR, and --tz "
+                             "and --key as the crontab line has them")
+        if key is not None:
+            raise UsageError("--key needs --schedule (the slots come from it)")
+        return Timing()
+    from cronwrap import schedule as sched
+
+    zone, zone_name = sched.resolve_zone(tz, environ, sched.system_zone_name())
+    if key is not None:
+        sched.validate_key_template(key)
+    if spec.date is not None and spec.at is not None:
+        raise UsageError("--date and --at both name a slot: give one of them")
+    return Timing(sched.Schedule.parse(expr, zone, zone_name), zone_name, key)
+
+
+def history_since(spec: JobSpec, now: float) -> datetime:
+    """How far back plan_firing needs the ledger's run keys: the catch-up window (400 days
+    when unlimited)."""
+    return datetime.fromtimestamp(now, timezone.utc) - timedelta(
+        seconds=spec.catchup_window or 400 * 86400.0)
+
+
+def plan_firing(spec: JobSpec, timing: Timing, now: float,
+                history: tuple[datetime | None, set[str]] | None) -> FiringPlan:
+    """The slots this firing runs, in order (catch-ups oldest first, then its own slot), and
+    what catch-up records. ``history``: the ledger's newest slot of the job and its run keys
+    since ``history_since`` (None: the ledger is not there; a scheduled firing without it
+    plans as the job's first)."""
+    if timing.schedule is None:
+        return FiringPlan([minute_slot(now)])
+    from cronwrap import catchup
+
+    if is_manual(spec):
+        runs = catchup.plan_manual(timing.schedule, date=spec.date, at=spec.at,
+                                   key_template=timing.key, max_slots=spec.max_slots)
+        return FiringPlan([Slot(r.run_key, r.slot, r.trigger) for r in runs])
+    at = datetime.fromtimestamp(now, timezone.utc)
+    last_seen, known = history or (None, set())
+    plan = catchup.plan_firing(
+        timing.schedule, at, key_template=timing.key, last_seen=last_seen, known_keys=known,
+        policy=spec.catchup, window=spec.catchup_window, max_catchup=spec.max_catchup)
+    if last_seen is not None and plan.runs and plan.runs[-1].slot < last_seen:
+        plan.warnings.append(
+            f"this firing's slot {plan.runs[-1].slot.isoformat()} is older than the newest slot "
+            f"already seen ({last_seen.astimezone(timing.schedule.zone).isoformat()}): this "
+            "host's clock is behind, or was stepped back; check it")
+    # A firing far from any slot is a wrong clock (loudly: cron mails stderr), unless it is
+    # hours off under a catch-up policy: then it is an @reboot-style catch-up firing.
+    deliberate = not plan.matched and abs(plan.skew_seconds) >= 3600 and spec.catchup != "none"
+    own = plan.runs[-1] if plan.runs and not deliberate else None
+    skew = None if plan.matched else plan.skew_seconds  # only a firing off its slot is news
+    slots = [Slot(r.run_key, r.slot, r.trigger, skew if r is own else None) for r in plan.runs]
+    return FiringPlan(slots, plan.marks, plan.warnings, plan.skew_seconds, deliberate)

@@ -1,0 +1,56 @@
+"""The environment a job runs with: cronwrap's own, ``--env-file``'s lines, and what the job
+needs to know about its run. JOB_VARIABLES is the registry the docs are made from."""
+
+from __future__ import annotations
+
+from cronwrap.record import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from datetime import tzinfo
+
+    from cronwrap.ledger.base import Run
+
+JOB_VARIABLES = {
+    "CRONWRAP_JOB": "the job name",
+    "CRONWRAP_RUN_ID": "the ledger id of this run (as in `history`, `logs`); 0 for an "
+                      "unrecorded run",
+    "CRONWRAP_RUN_KEY": "the slot's run key, e.g. `2026-10-28T01:30:00Z`, or `--key` applied "
+                        "to the slot",
+    "CRONWRAP_SCHEDULED_AT": "the slot's original time, ISO 8601 with offset, in the "
+                             "schedule's zone (without `--schedule`: the firing's minute in the "
+                             "local zone, `TZ`) — never the time a catch-up or manual run started",
+    "CRONWRAP_BIZ_DATE": "the date of `CRONWRAP_SCHEDULED_AT`, `YYYY-MM-DD`",
+    "CRONWRAP_ATTEMPT": "1, 2, …: how often this slot has been claimed (retries, takeovers and "
+                        "`--force` count)",
+    "CRONWRAP_TRIGGER": "`schedule` (a firing for its own slot), `catchup` (a missed slot, or a "
+                        "firing that matched no slot) or `manual` (`--date`, `--at`)",
+    "CRONWRAP_FENCE": "a fencing token that strictly increases with every claim of the job: "
+                      "downstream writes can reject a smaller one (0 for an unrecorded run)",
+    "CRONWRAP_HOST": "the host identity used in the ledger (`--host`)",
+}
+
+
+def job_environment(environ: dict[str, str], extra: dict[str, str], run: Run, host: str,
+                    zone: tzinfo | None) -> dict[str, str]:
+    """``environ`` + ``extra`` (--env-file) + JOB_VARIABLES for ``run``; ``zone``: the
+    schedule's, or None for the local one."""
+    scheduled = run.scheduled_at.astimezone(zone) if run.scheduled_at else None
+    values = (run.job, str(run.run_id), run.run_key,
+              scheduled.isoformat() if scheduled else "",
+              scheduled.date().isoformat() if scheduled else "",
+              str(run.attempt), run.trigger, str(run.fence), host)
+    return {**environ, **extra, **dict(zip(JOB_VARIABLES, values))}
+
+
+def cron_zone(environ: dict[str, str]) -> tzinfo | None:
+    """Without --schedule the job's zone is still CRON_TZ when the crontab sets it (else the
+    local zone, which honours TZ)."""
+    name = environ.get("CRON_TZ")
+    if not name:
+        return None
+    try:
+        from zoneinfo import ZoneInfo
+
+        return ZoneInfo(name)
+    except (KeyError, ValueError, OSError):  # ZoneInfoNotFoundError is a KeyError
+        return None

@@ -1,0 +1,106 @@
+"""The runner's decisions, pure: what a run's end is recorded as, whether and when it is
+retried, which hook hears about it, and what a firing of several slots exits with.
+
+No clock and no I/O (ARCHITECTURE.md, "the pure core"): the time, the random source and what
+the ledger knows come in as arguments, so that tests/unit/test_policy.py can try every case.
+"""
+
+from __future__ import annotations
+
+from cronwrap.ledger.base import Reason, Status
+from cronwrap.record import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from datetime import datetime
+    from random import Random
+
+    from cronwrap.ledger.base import Run
+    from cronwrap.spec import JobSpec
+    from cronwrap.supervise import Outcome
+
+BAD = (Status.FAILED, Status.TIMEOUT, Status.KILLED)
+
+
+def ended_as(outcome: Outcome, lease_lost: bool) -> tuple[Status, Reason | None]:
+    """The status a run's end is recorded with, and its reason."""
+    if lease_lost or outcome.stop_reason == Reason.LEASE_LOST:
+        return Status.KILLED, Reason.LEASE_LOST
+    if outcome.timed_out:
+        return Status.TIMEOUT, None
+    if outcome.spawn_error or (outcome.exit_code or 0) != 0:
+        return Status.FAILED, None
+    if outcome.signal is not None:
+        return Status.KILLED, None
+    return Status.SUCCEEDED, None
+
+
+PAST_NEXT_SLOT = "would run past the next slot"
+
+
+def retry_delay(spec: JobSpec, status: str, exit_code: int | None, duration_ms: int | None,
+                attempt: int, first: int, next_slot: datetime | None, now: datetime,
+                rng: Random) -> tuple[float | None, str | None]:
+    """(seconds to wait before the slot's next attempt, None) — or (None, None) when this one
+    is final (not transient under --retry-on, or retries spent), or (None, why) when a retry
+    is given up (PAST_NEXT_SLOT: the next firing is the better retry). ``attempt``: the
+    ledger's attempt number of the run that ended; ``first``: the one this invocation began
+    with."""
+    from cronwrap import retry
+
+    if spec.retries == 0 or not retry.should_retry(status, exit_code, spec.retry_on, attempt,
+                                                   spec.retries, spec.max_attempts,
+                                                   first_attempt=first):
+        return None, None
+    delay = retry.backoff(attempt - first + 1, spec.retry_delay, spec.retry_max_delay, rng)
+    expected = spec.timeout or (duration_ms or 0) / 1000
+    if not retry.fits_before_next_slot(now, delay, next_slot, expected):
+        return None, PAST_NEXT_SLOT
+    return delay, None
+
+
+def failure_streak(runs: Iterable[Run]) -> int:
+    """Failed slots in a row, newest first (``runs`` newest first); a success just recorded
+    is passed over, so that a recovery sees the streak it ends."""
+    finished = [r for r in runs if r.status in (Status.SUCCEEDED, *BAD)]
+    if finished and finished[0].status == Status.SUCCEEDED:
+        finished = finished[1:]
+    streak = 0
+    for run in finished:
+        if run.status == Status.SUCCEEDED:
+            break
+        streak += 1
+    return streak
+
+
+def choose_hook(spec: JobSpec, ok: bool, streak: int) -> tuple[str | None, str | None]:
+    """The hook to run and CRONWRAP_ALERT: under --alert-after N, --on-failure runs from the
+    N-th failed slot in a row on ("failing"), and once more ("recovered") at the success
+    that ends such a streak — the channel that was paged hears it is over."""
+    if spec.alert_after <= 1:
+        return (spec.on_success if ok else spec.on_failure), None
+    if not ok:
+        return (spec.on_failure, "failing") if streak >= spec.alert_after else (None, None)
+    if streak >= spec.alert_after and spec.on_failure:
+        return spec.on_failure, "recovered"
+    return spec.on_success, None
+
+
+def firing_status(statuses: list[int]) -> int:
+    """A firing of several slots exits with the first run's status that is not 0, otherwise
+    the last one's: a failed catch-up is not hidden by a good current slot."""
+    return next((s for s in statuses if s != 0), statuses[-1] if statuses else 0)
+
+
+def stops_here(spec: JobSpec, ran_and_failed: bool) -> bool:
+    """A --date/--at range stops at the first slot that ran and did not succeed, unless
+    --keep-going; a firing's catch-ups all run."""
+    return ran_and_failed and (spec.date is not None or spec.at is not None) \
+        and not spec.keep_going
+
+
+def max_attempts(spec: JobSpec, retry_of: int | None) -> int:
+    """The claim's attempts cap: --max-attempts (1), raised to let this invocation retake the
+    slot it just failed when it is retrying (other firings still need --max-attempts)."""
+    cap = spec.max_attempts or 1
+    return cap if retry_of is None else max(cap, retry_of + 1)

@@ -1,0 +1,43 @@
+"""policy.py: the runner's pure decisions."""
+
+from __future__ import annotations
+
+from cronwrap import policy
+from cronwrap.ledger.base import Reason, Run, Status
+from cronwrap.supervise import Outcome
+
+
+def outcome(**kw) -> Outcome:
+    fields = dict(exit_code=0, signal=None, timed_out=False, killed=False, spawn_error=None,
+                  duration=1.0)
+    return Outcome(**{**fields, **kw})
+
+
+def test_how_an_end_is_recorded():
+    assert policy.ended_as(outcome(), False) == (Status.SUCCEEDED, None)
+    assert policy.ended_as(outcome(exit_code=3), False) == (Status.FAILED, None)
+    assert policy.ended_as(outcome(exit_code=None, signal=15), False) == (Status.KILLED, None)
+    assert policy.ended_as(outcome(exit_code=None, signal=15, timed_out=True), False) == \
+        (Status.TIMEOUT, None)
+    assert policy.ended_as(outcome(exit_code=127, spawn_error="not found: x"), False) == \
+        (Status.FAILED, None)
+    assert policy.ended_as(outcome(exit_code=None, signal=15, timed_out=True), True) == \
+        (Status.KILLED, Reason.LEASE_LOST)
+
+
+def runs(*statuses: str) -> list[Run]:
+    return [Run(run_id=i, job="j", run_key=str(i), scheduled_at=None, trigger="schedule",
+                status=s) for i, s in enumerate(statuses)]
+
+
+def test_the_failure_streak_counts_back_to_the_last_success():
+    assert policy.failure_streak(runs("failed", "timeout", "succeeded", "failed")) == 2
+    assert policy.failure_streak(runs("succeeded", "failed", "killed", "succeeded")) == 2
+    assert policy.failure_streak(runs("skipped", "failed", "missed", "failed")) == 2
+    assert policy.failure_streak([]) == 0
+
+
+def test_a_firing_exits_with_its_first_failure():
+    assert policy.firing_status([0, 3, 0, 5]) == 3
+    assert policy.firing_status([0, 0]) == 0
+    assert policy.firing_status([]) == 0
