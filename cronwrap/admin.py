@@ -395,11 +395,11 @@ def lint(
     system: Optional[bool] = typer.Option(None, "--system/--user", help=SYSTEM_HELP),
 ) -> int:
     """Report a crontab's classic mistakes, one line each; exit 1 when there are errors."""
-    from cronwrap import crontab, schedule
+    from cronwrap import crontab, schedule as sched
 
     text, name = _read_crontab(file)
-    findings = crontab.lint(text, system=_is_system(file, system),
-                            system_zone=schedule.system_zone_name() or "UTC", now=_now())
+    _, host = sched.resolve_zone(None, {}, sched.system_zone_name())  # UTC if unreadable, as for run
+    findings = crontab.lint(text, system=_is_system(file, system), system_zone=host, now=_now())
     for finding in findings:
         print(crontab.format_finding(finding, name))
     return 1 if crontab.has_errors(findings) else 0

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from cronwrap import crontab
 from cronwrap.crontab import (
+    LINT_CODES,
     NAME_RE,
     Blank,
     Comment,
@@ -28,6 +29,7 @@ from cronwrap.crontab import (
     unwrap,
     wrap,
 )
+from cronwrap.crontab.shell import backgrounds, basename, percent_index, unescape_percent
 from cronwrap.errors import UsageError
 
 from tests.unit.crontab_corpus import SYSTEM_CRONTAB, SYSTEM_LINES, USER_CRONTAB, USER_LINES
@@ -46,7 +48,7 @@ def sh_words(command: str) -> list[str] | None:
     """The words sh sees for a crontab command: cron's % rule first, then shell quoting."""
     cmd, _ = split_percent(command)
     try:
-        return shlex.split(crontab._unescape_percent(cmd))
+        return shlex.split(unescape_percent(cmd))
     except ValueError:
         return None
 
@@ -109,7 +111,7 @@ def test_wrap_is_idempotent(text, system):
 
 
 def starts_daemon(job: Job) -> bool:
-    return job.is_reboot or crontab._backgrounds(split_percent(job.command)[0], "sh")
+    return job.is_reboot or backgrounds(split_percent(job.command)[0], "sh")
 
 
 @pytest.mark.parametrize(("text", "system"), [(USER_CRONTAB, False), (SYSTEM_CRONTAB, True)])
@@ -151,9 +153,9 @@ def test_wrapped_lines_read_as_cronwrap_run_then_the_original(text, system):
 def assert_compound(original: str, wrapped: str, rest: list[str]):
     # the %-stdin part is cron's, not the shell's: it stays byte for byte, outside the quotes
     assert split_percent(wrapped)[1] == split_percent(original)[1]
-    cmd = crontab._unescape_percent(split_percent(original)[0])
+    cmd = unescape_percent(split_percent(original)[0])
     shell, flag, inner, *tail = rest
-    assert (crontab._basename(shell), flag) in {("sh", "-c"), ("bash", "-c")}
+    assert (basename(shell), flag) in {("sh", "-c"), ("bash", "-c")}
     assert cmd.startswith(inner) and inner.strip()
     assert tail == shlex.split(cmd[len(inner) :])  # only trailing redirections stay outside
 
@@ -224,7 +226,7 @@ def test_extra_args_are_quoted_and_percent_escaped():
     line = wrap("0 2 * * * /usr/bin/x", extra_args=EXTRA)
     assert "--key \\%Y-\\%m-\\%d" in line
     assert "'postgresql://cw@db/ledger?x=1&y=2'" in line
-    assert crontab._percent_index(line) is None  # cron sees no stdin in the options
+    assert percent_index(line) is None  # cron sees no stdin in the options
     assert sh_words(jobs(line)[0].command)[6:13] == [*EXTRA, "--"]
 
 
@@ -389,6 +391,50 @@ def test_lint_finds(text, code, line, column, severity):
     finding = only(lint_text(text), code)
     assert (finding.line, finding.column, finding.severity) == (line, column, severity)
     assert finding.message and finding.fix
+
+
+# one sample crontab (text, system) per code: together they report every code there is
+CODE_SAMPLES = {
+    "E001": ("61 * * * * /bin/x\n", False),
+    "E002": ("0 5 * *\n", False),
+    "E003": ("@fortnightly /bin/x\n", False),
+    "E004": ("0 0 * * * /usr/bin/x arg\n", True),
+    "E005": ("0 0 * * * /bin/date +%Y > /tmp/d\n", False),
+    "E006": ("CRON_TZ=Mars/Olympus\n", False),
+    "W001": ("0 0 * * * ./run.sh\n", False),
+    "W002": ("0 0 1-7 * 1 /bin/x\n", False),
+    "W003": ("CRON_TZ=Europe/Berlin\n30 2 * * * /bin/x\n", False),
+    "W004": ("CRON_TZ=Europe/Berlin\n30 2 * * * /bin/x\n", False),
+    "W005": ("*/5 * * * * /bin/x\n", False),
+    "W006": ("0 0 * * * /bin/x\n", False),
+    "W007": ('MAILTO=""\n0 0 * * * /bin/x\n', False),
+    "W008": ("0 0 * * * /bin/x\n1 1 * * * /bin/x\n", False),
+    "W009": ("TZ=Asia/Tokyo\n", False),
+    "W010": ("0 0 * * * /bin/x", False),
+    "W011": ("@reboot cronwrap run -n a -- /opt/a\n", False),
+    "I001": ("0 0 */2 * 1 /bin/x\n", False),
+    "I002": ("CRON_TZ=Asia/Shanghai\n0 2 * * * /bin/x\n", False),
+}
+
+
+def test_the_registry_holds_exactly_the_codes_lint_reports():
+    assert sorted(CODE_SAMPLES) == sorted(LINT_CODES)
+    reported = {f.code for text, system in [*CODE_SAMPLES.values(), (USER_CRONTAB, False),
+                                            (SYSTEM_CRONTAB, True)]
+                for f in lint_text(text, system=system)}
+    assert reported == set(LINT_CODES)
+    for code, (text, system) in CODE_SAMPLES.items():
+        finding = only(lint_text(text, system=system), code)
+        assert finding.severity == LINT_CODES[code].severity
+        assert finding.fix  # the registry's standard fix, or a more specific one
+
+
+@pytest.mark.parametrize("code", sorted(LINT_CODES))
+def test_each_code_is_documented_in_one_line(code):
+    entry = LINT_CODES[code]
+    assert entry.severity == {"E": "error", "W": "warning", "I": "info"}[code[0]]
+    assert entry.summary.endswith(".") and "\n" not in entry.summary + entry.fix
+    assert entry.fix and not entry.fix.endswith(".")
 
 
 def test_lint_system_user_field():
