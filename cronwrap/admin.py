@@ -52,7 +52,7 @@ def _name(name: str) -> str:
 def _ledger(db: Optional[str], read_only: bool = False):
     """read_only: status, history and logs read a ledger on a read-only or full disk."""
     from cronwrap.paths import resolve_dirs
-    from cronwrap.runner import open_ledger
+    from cronwrap.ledger.url import open_ledger
     from cronwrap.spec import ledger_url
 
     url, label = db, "--db"

@@ -24,7 +24,7 @@ from cronwrap.stdio import Passthrough, warn
 if TYPE_CHECKING:
     from cronwrap import locks
     from cronwrap.ledger import base
-    from cronwrap.runner import Invocation
+    from cronwrap.invocation import Invocation
 
 FINISH_RETRIES = 3
 FINISH_DB_WAIT = 10.0  # a finish waits at most this long for a full server (then: the outbox)

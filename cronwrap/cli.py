@@ -85,7 +85,10 @@ def run_command(args: list[str]) -> int:
         return 0  # --help was printed
     values, labels = with_config(given, command)
     spec = build_spec(command, values, os.environ, lambda: os.uname().nodename, labels, warn)
-    from cronwrap import runner
+    if spec.dry_run:
+        from cronwrap import dryrun as runner
+    else:
+        from cronwrap import runner
 
     status = runner.run(spec, dict(os.environ))
     # Leave without interpreter teardown: nothing is left to clean, and closing the SQLite

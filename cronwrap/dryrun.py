@@ -11,9 +11,20 @@ from __future__ import annotations
 import sys
 
 from cronwrap.errors import LedgerError
+from cronwrap.firing import (Slot, Timing, needs_recorded_schedule, plan_firing,
+                             resolve_timing)
+from cronwrap.invocation import Invocation
 from cronwrap.ledger import base
-from cronwrap.firing import Slot, Timing, plan_firing, resolve_timing
-from cronwrap.runner import Invocation, history, open_ledger, recorded_job
+from cronwrap.ledger.url import open_ledger
+from cronwrap.runner import history, real_world, recorded_job
+from cronwrap.spec import JobSpec
+
+
+def run(spec: JobSpec, environ: dict[str, str]) -> int:
+    """``cronwrap run --dry-run``: print the plan; exit status 0."""
+    world = real_world()
+    timing = None if needs_recorded_schedule(spec) else resolve_timing(spec, environ)
+    return show(Invocation(spec, environ, world.clock(), timing, world), timing)
 
 
 def show(inv: Invocation, timing: Timing | None) -> int:

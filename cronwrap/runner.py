@@ -11,39 +11,28 @@ the old run's record).
 
 from __future__ import annotations
 
-import os
 import random
 import time
-from pathlib import Path
 
-from cronwrap import locks, outbox, policy, procs
+from cronwrap import locks, outbox, policy
 from cronwrap.attempt import Attempt, execute
 from cronwrap.errors import LedgerError
 from cronwrap.firing import (FiringPlan, Slot, Timing, history_since, is_manual,
                              needs_recorded_schedule, plan_firing, resolve_timing)
+from cronwrap.invocation import Invocation, World
 from cronwrap.ledger import base
-from cronwrap.ledger.base import Claim, ClaimRequest, JobInfo, Reason, Run, Status, Trigger
-from cronwrap.paths import Dirs, check_parent, ensure_private_dir, resolve_dirs
-from cronwrap.record import TYPE_CHECKING, Record
-from cronwrap.runlog import Event, EventLog
+from cronwrap.ledger.url import open_ledger
+from cronwrap.ledger.base import Claim, JobInfo, Reason, Run, Status, Trigger
+from cronwrap.paths import check_parent, ensure_private_dir
+from cronwrap.record import TYPE_CHECKING
+from cronwrap.runlog import Event
 from cronwrap.spec import JobSpec
 from cronwrap.stdio import warn
 
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-ADMIN_DB_WAIT = 5.0  # status, history, … wait this long for a full or restarting server
 WAIT_POLL = 1.0
-
-
-class World(Record):
-    """What a run needs from outside itself. ``open_ledger(inv)`` -> a Ledger (or raises
-    LedgerError); ``take_lock(inv)`` -> a lock, None (no lock), False (busy);
-    ``supervisor(spec, on_output, on_spawn, passthrough)`` -> an object with ``run()`` ->
-    Outcome and ``request_stop(reason)``; ``run_hook(command, env, timeout)`` -> HookResult."""
-
-    __slots__ = ("clock", "monotonic", "sleep", "rng", "open_ledger", "take_lock", "supervisor",
-                 "run_hook")
 
 
 def real_world() -> World:
@@ -61,98 +50,12 @@ def real_world() -> World:
                  supervisor, run_hook)
 
 
-class Invocation:
-    """State shared by the steps of one ``run``."""
-
-    def __init__(self, spec: JobSpec, environ: dict[str, str], now: float,
-                 timing: Timing | None = None, world: World | None = None) -> None:
-        self.spec = spec
-        self.timing = timing or Timing()
-        self.environ = environ
-        self.now = now
-        self.world = world or real_world()
-        self.dirs = resolve_dirs(environ)
-        self.log_dir = spec.log_dir or self.dirs.logs
-        self.events = EventLog(self.log_dir)
-        self.pid, self.pid_start = procs.self_identity()
-        self.runner = procs.Runner(spec.host)
-        self.interactive = os.isatty(2)
-        self.replaced = False
-        self.pinger = None
-        if spec.ping:
-            from cronwrap.hooks import Pinger
-
-            self.pinger = Pinger(spec.ping)
-        self.settings = job_settings(spec)
-
-    def event(self, event: Event, run: Run | None = None, slot: Slot | None = None,
-              **fields: Any) -> None:
-        common = {"job": self.spec.name, "host": self.spec.host, "pid": self.pid}
-        if run is not None:
-            common.update(run_id=run.run_id, run_key=run.run_key, attempt=run.attempt,
-                          trigger=run.trigger, scheduled_at=base.iso(run.scheduled_at))
-        elif slot is not None:
-            common.update(run_key=slot.run_key, trigger=slot.trigger,
-                          scheduled_at=base.iso(slot.scheduled_at))
-        self.events.emit(event, **common, **fields)
-
-    def failpoint(self, phase: str) -> None:
-        """Fault injection for the test suite: ``CRONWRAP_FAILPOINT=PHASE`` makes the wrapper
-        stop itself (SIGSTOP) at that phase, so a test can SIGKILL it exactly there. Phases:
-        after_connect (ledger open, nothing read yet), before_claim, after_claim, after_spawn,
-        after_exit (job ended, end not recorded)."""
-        if self.environ.get("CRONWRAP_FAILPOINT") == phase:
-            import signal
-
-            os.kill(os.getpid(), signal.SIGSTOP)
-
-    def say(self, message: str, always: bool = False) -> None:
-        """Messages for a person at a terminal; from cron they would only make mail."""
-        if self.interactive or always:
-            warn(message)
-
-    def request(self, slot: Slot, retry_of: int | None = None) -> ClaimRequest:
-        """retry_of: the attempt this invocation is retrying (see policy.max_attempts)."""
-        spec = self.spec
-        # After --overlap replace ended the holder of this very slot, the slot is run again.
-        return ClaimRequest(
-            job=JobInfo(spec.name, self.timing.expr, self.timing.zone_name, self.timing.key,
-                        self.settings),
-            run_key=slot.run_key, scheduled_at=slot.scheduled_at,
-            trigger=slot.trigger, host=spec.host, pid=self.pid, pid_start=self.pid_start,
-            lease=spec.lease, overlap_skip=spec.overlap != "allow",
-            force=spec.force or self.replaced, max_attempts=policy.max_attempts(spec, retry_of),
-            skew_ms=None if slot.skew is None else int(slot.skew * 1000),
-            is_gone=lambda pid, start: not procs.is_alive(pid, start),
-            boot_id=self.runner.boot_id, pid_ns=self.runner.pid_ns,
-        )
-
-
-def job_settings(spec: JobSpec) -> str | None:
-    """What prune must respect, kept with the job (JSON): the catch-up policy and window, and
-    the job's own --log-dir."""
-    settings: dict[str, object] = {}
-    if spec.schedule is not None and spec.catchup != "none":
-        settings.update(catchup=spec.catchup, catchup_window=spec.catchup_window)
-    if spec.log_dir is not None:
-        settings["log_dir"] = str(spec.log_dir)
-    if not settings:
-        return None
-    import json
-
-    return json.dumps(settings)
-
-
 def run(spec: JobSpec, environ: dict[str, str], now: float | None = None,
         world: World | None = None) -> int:
     """Run the firing; its exit status."""
     world = world or real_world()
     timing = None if needs_recorded_schedule(spec) else resolve_timing(spec, environ)
     inv = Invocation(spec, environ, world.clock() if now is None else now, timing, world)
-    if spec.dry_run:
-        from cronwrap import dryrun
-
-        return dryrun.show(inv, timing)
     ledger = None
     try:
         if spec.jitter > 0:  # before connecting: a sleeping firing holds no connection
@@ -179,27 +82,6 @@ def run(spec: JobSpec, environ: dict[str, str], now: float | None = None,
 def recorded_job(inv: Invocation, ledger: base.Ledger | None) -> JobInfo | None:
     """What the ledger recorded of the job when cron fired it (schedule, zone, key)."""
     return None if ledger is None else once_more(ledger.job_info, inv.spec.name)
-
-
-def open_ledger(url: str | None, dirs: Dirs, exiting: bool = False,
-                read_only: bool = False, wait: float = ADMIN_DB_WAIT) -> base.Ledger:
-    """exiting: the process exits right after (a cron firing): skip SQLite's close-time
-    checkpoint. read_only: for commands that only read; nothing is created or migrated.
-    wait: seconds a full or restarting PostgreSQL server is waited for (--db-wait)."""
-    if url and not url.startswith("sqlite:///"):
-        from cronwrap.ledger.postgres import PostgresLedger  # psycopg only for PostgreSQL
-
-        return PostgresLedger(url, read_only=read_only, wait=wait)
-    from cronwrap.ledger.sqlite import SqliteLedger
-
-    if url:
-        file = Path(url[len("sqlite://"):])
-        check_parent(file)
-    elif read_only:
-        file = dirs.ledger_file
-    else:
-        file = ensure_private_dir(dirs.state) / "ledger.db"
-    return SqliteLedger(file, checkpoint_on_close=not exiting, read_only=read_only)
 
 
 def connect(inv: Invocation) -> base.Ledger:

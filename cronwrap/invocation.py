@@ -1,0 +1,112 @@
+"""One invocation's state and its collaborators, shared by the runner, one attempt and the
+dry run (ARCHITECTURE.md, "seams")."""
+
+from __future__ import annotations
+
+import os
+
+from cronwrap import policy, procs
+from cronwrap.firing import Slot, Timing
+from cronwrap.ledger import base
+from cronwrap.ledger.base import ClaimRequest, JobInfo, Run
+from cronwrap.paths import resolve_dirs
+from cronwrap.record import TYPE_CHECKING, Record
+from cronwrap.runlog import Event, EventLog
+from cronwrap.stdio import warn
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from cronwrap.spec import JobSpec
+
+
+class World(Record):
+    """What a run needs from outside itself. ``open_ledger(inv)`` -> a Ledger (or raises
+    LedgerError); ``take_lock(inv)`` -> a lock, None (no lock), False (busy);
+    ``supervisor(spec, on_output, on_spawn, passthrough)`` -> an object with ``run()`` ->
+    Outcome and ``request_stop(reason)``; ``run_hook(command, env, timeout)`` -> HookResult."""
+
+    __slots__ = ("clock", "monotonic", "sleep", "rng", "open_ledger", "take_lock", "supervisor",
+                 "run_hook")
+
+
+class Invocation:
+    """State shared by the steps of one ``run``."""
+
+    def __init__(self, spec: JobSpec, environ: dict[str, str], now: float,
+                 timing: Timing | None, world: World) -> None:
+        self.spec = spec
+        self.timing = timing or Timing()
+        self.environ = environ
+        self.now = now
+        self.world = world
+        self.dirs = resolve_dirs(environ)
+        self.log_dir = spec.log_dir or self.dirs.logs
+        self.events = EventLog(self.log_dir)
+        self.pid, self.pid_start = procs.self_identity()
+        self.runner = procs.Runner(spec.host)
+        self.interactive = os.isatty(2)
+        self.replaced = False
+        self.pinger = None
+        if spec.ping:
+            from cronwrap.hooks import Pinger
+
+            self.pinger = Pinger(spec.ping)
+        self.settings = job_settings(spec)
+
+    def event(self, event: Event, run: Run | None = None, slot: Slot | None = None,
+              **fields: Any) -> None:
+        common = {"job": self.spec.name, "host": self.spec.host, "pid": self.pid}
+        if run is not None:
+            common.update(run_id=run.run_id, run_key=run.run_key, attempt=run.attempt,
+                          trigger=run.trigger, scheduled_at=base.iso(run.scheduled_at))
+        elif slot is not None:
+            common.update(run_key=slot.run_key, trigger=slot.trigger,
+                          scheduled_at=base.iso(slot.scheduled_at))
+        self.events.emit(event, **common, **fields)
+
+    def failpoint(self, phase: str) -> None:
+        """Fault injection for the test suite: ``CRONWRAP_FAILPOINT=PHASE`` makes the wrapper
+        stop itself (SIGSTOP) at that phase, so a test can SIGKILL it exactly there. Phases:
+        after_connect (ledger open, nothing read yet), before_claim, after_claim, after_spawn,
+        after_exit (job ended, end not recorded)."""
+        if self.environ.get("CRONWRAP_FAILPOINT") == phase:
+            import signal
+
+            os.kill(os.getpid(), signal.SIGSTOP)
+
+    def say(self, message: str, always: bool = False) -> None:
+        """Messages for a person at a terminal; from cron they would only make mail."""
+        if self.interactive or always:
+            warn(message)
+
+    def request(self, slot: Slot, retry_of: int | None = None) -> ClaimRequest:
+        """retry_of: the attempt this invocation is retrying (see policy.max_attempts)."""
+        spec = self.spec
+        # After --overlap replace ended the holder of this very slot, the slot is run again.
+        return ClaimRequest(
+            job=JobInfo(spec.name, self.timing.expr, self.timing.zone_name, self.timing.key,
+                        self.settings),
+            run_key=slot.run_key, scheduled_at=slot.scheduled_at,
+            trigger=slot.trigger, host=spec.host, pid=self.pid, pid_start=self.pid_start,
+            lease=spec.lease, overlap_skip=spec.overlap != "allow",
+            force=spec.force or self.replaced, max_attempts=policy.max_attempts(spec, retry_of),
+            skew_ms=None if slot.skew is None else int(slot.skew * 1000),
+            is_gone=lambda pid, start: not procs.is_alive(pid, start),
+            boot_id=self.runner.boot_id, pid_ns=self.runner.pid_ns,
+        )
+
+
+def job_settings(spec: JobSpec) -> str | None:
+    """What prune must respect, kept with the job (JSON): the catch-up policy and window, and
+    the job's own --log-dir."""
+    settings: dict[str, object] = {}
+    if spec.schedule is not None and spec.catchup != "none":
+        settings.update(catchup=spec.catchup, catchup_window=spec.catchup_window)
+    if spec.log_dir is not None:
+        settings["log_dir"] = str(spec.log_dir)
+    if not settings:
+        return None
+    import json
+
+    return json.dumps(settings)

@@ -1,0 +1,34 @@
+"""A ledger by its URL: ``sqlite:///PATH``, the embedded default, or PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cronwrap.paths import Dirs, check_parent, ensure_private_dir
+from cronwrap.record import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cronwrap.ledger.base import Ledger
+
+ADMIN_DB_WAIT = 5.0  # status, history, … wait this long for a full or restarting server
+
+
+def open_ledger(url: str | None, dirs: Dirs, exiting: bool = False,
+                read_only: bool = False, wait: float = ADMIN_DB_WAIT) -> Ledger:
+    """exiting: the process exits right after (a cron firing): skip SQLite's close-time
+    checkpoint. read_only: for commands that only read; nothing is created or migrated.
+    wait: seconds a full or restarting PostgreSQL server is waited for (--db-wait)."""
+    if url and not url.startswith("sqlite:///"):
+        from cronwrap.ledger.postgres import PostgresLedger  # psycopg only for PostgreSQL
+
+        return PostgresLedger(url, read_only=read_only, wait=wait)
+    from cronwrap.ledger.sqlite import SqliteLedger
+
+    if url:
+        file = Path(url[len("sqlite://"):])
+        check_parent(file)
+    elif read_only:
+        file = dirs.ledger_file
+    else:
+        file = ensure_private_dir(dirs.state) / "ledger.db"
+    return SqliteLedger(file, checkpoint_on_close=not exiting, read_only=read_only)
