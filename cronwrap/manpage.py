@@ -176,17 +176,6 @@ def hook_variables() -> list[str]:
     return names + [n for n in _ALERT_VARIABLE.findall(source) if n not in names]
 
 
-_LINT_CODE = re.compile(r'"([EWI]\d{3})"')
-
-
-def lint_codes() -> list[str]:
-    """Every finding code crontab.py can report, found in its source."""
-    from cronwrap import crontab
-
-    return sorted(set(_LINT_CODE.findall(Path(crontab.__file__).read_text(encoding="utf-8"))),
-                  key=lambda c: ("EWI".index(c[0]), c))
-
-
 def size_text(n: int) -> str:
     for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n % size == 0:
@@ -422,35 +411,6 @@ COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
     ),
 }
 
-LINT_CODES = {
-    "E001": "A bad schedule field (value out of range, bad step or name), with its column.",
-    "E002": "Missing fields or command, or a sixth field (cron has no seconds).",
-    "E003": "An unknown `@alias`.",
-    "E004": "A bad user field in /etc/crontab or /etc/cron.d.",
-    "E005": "An unescaped `%`: cron ends the command there and feeds the rest to its standard "
-            "input (write `\\%`).",
-    "E006": "`CRON_TZ` or `TZ` names no known zone.",
-    "W001": "A relative command path (cron starts jobs in the home directory), or a program "
-            "looked up in cron's short default PATH.",
-    "W002": "Day-of-month and day-of-week both restricted: cron runs on days matching either.",
-    "W003": "A fixed time inside a DST gap in the next year (it runs once, right after the "
-            "jump).",
-    "W004": "A fixed time inside a DST overlap in the next year (it runs once, at the first "
-            "occurrence).",
-    "W005": "Runs more often than hourly with no lock or timeout: it may overlap itself.",
-    "W006": "Output neither redirected nor mailed to a MAILTO: it ends in a local mailbox.",
-    "W007": "`MAILTO=\"\"` and no redirection: the output is discarded.",
-    "W008": "The same command on two lines.",
-    "W009": "`TZ` set without `CRON_TZ`: cron schedules in the system zone while cronwrap "
-            "would read `--schedule` in `TZ`.",
-    "W010": "The last line has no newline at the end (some crons ignore it).",
-    "W011": "An `@reboot` line without `--schedule`, or a command that backgrounds something "
-            "(`&`), under `cronwrap run` without `--leave-orphans`: the daemon it starts is "
-            "ended as a leftover when the command exits.",
-    "I001": "A day field starting with `*` makes cron require both day fields to match (AND).",
-    "I002": "`CRON_TZ` differs from the system zone: what the times are on this host's clock.",
-}
-LINT_SEVERITIES = {"E": "error", "W": "warning", "I": "info"}
 
 SLOTS: tuple[Block, ...] = (
     "Every firing claims a slot in the ledger before it runs the job. A slot has a run key, "
@@ -1223,11 +1183,12 @@ def man_commands() -> list[str]:
 
 
 def man_lint_codes() -> list[str]:
-    out = []
-    for code in lint_codes():
-        if code not in LINT_CODES:
-            raise KeyError(f"{code}: lint reports it, but LINT_CODES does not say what it is")
-        out += item(f"{bold(code)} ({LINT_SEVERITIES[code[0]]})", inline(LINT_CODES[code]))
+    """The lint codes from the lint module's registry (crontab.LINT_CODES)."""
+    from cronwrap import crontab
+
+    out: list[str] = []
+    for code, entry in crontab.LINT_CODES.items():
+        out += item(f"{bold(code)} ({entry.severity})", inline(entry.summary))
     return out
 
 
