@@ -43,14 +43,12 @@ def job_environment(environ: dict[str, str], extra: dict[str, str], run: Run, ho
 
 
 def cron_zone(environ: dict[str, str]) -> tzinfo | None:
-    """Without --schedule the job's zone is still CRON_TZ when the crontab sets it (else the
-    local zone, which honours TZ)."""
-    name = environ.get("CRON_TZ")
-    if not name:
+    """Without --schedule the job's zone is still CRON_TZ when the crontab sets it (read as
+    the schedule engine reads zones), else the local zone, which honours TZ."""
+    key = environ.get("CRON_TZ")
+    if not key:
         return None
-    try:
-        from zoneinfo import ZoneInfo
+    from cronwrap.schedule import find_zone, zone_key
 
-        return ZoneInfo(name)
-    except (KeyError, ValueError, OSError):  # ZoneInfoNotFoundError is a KeyError
-        return None
+    name = zone_key(key)
+    return find_zone(name) if name else None
