@@ -34,7 +34,10 @@ class Attempt(Record):
     """One run of a slot as it ended: cronwrap's exit status, what was recorded, the row,
     and the environment the job had (hooks get it too)."""
 
-    __slots__ = ("exit_status", "result", "run", "env")
+    exit_status: int
+    result: Finish
+    run: Run
+    env: dict[str, str]
 
 
 def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,

@@ -129,7 +129,8 @@ def plan_firing(
         slot, trigger = schedule.prev_at_or_before(now), "catchup"
         warnings.append(_off_slot_warning(schedule, now, slot, skew, tolerance))
     key = run_key(slot, key_template)
-    runs, marks = [], []
+    runs: list[PlannedRun] = []
+    marks: list[Mark] = []
     if last_seen is not None:
         runs, marks = _plan_backlog(schedule, now, slot, key, key_template, last_seen,
                                     known_keys, policy, window, max_catchup, warnings)
@@ -273,9 +274,12 @@ def plan_manual(
         raise UsageError("--date/--at: give exactly one of them")
     option, value = ("--date", date) if date is not None else ("--at", at)
     if not isinstance(value, str) or RANGE not in value:
-        slot = (schedule.slot_on_date(parse_date(date) if isinstance(date, str) else date)
-                if date is not None else
-                schedule.slot_at(parse_timestamp(at, schedule.zone) if isinstance(at, str) else at))
+        if date is not None:
+            slot = schedule.slot_on_date(parse_date(date) if isinstance(date, str) else date)
+        else:
+            assert at is not None
+            slot = schedule.slot_at(parse_timestamp(at, schedule.zone) if isinstance(at, str)
+                                    else at)
         return [PlannedRun(slot, run_key(slot, key_template), "manual")]
     start, end = _range_bounds(schedule, option, value)
     runs: list[PlannedRun] = []

@@ -43,7 +43,10 @@ class Config(Record):
     (``str``, or ``bool`` for a flag), already checked by the option's parser. ``lines`` maps
     ``(job name or None for [defaults], option name)`` to the line the value is on."""
 
-    __slots__ = ("path", "defaults", "jobs", "lines")
+    path: Path | None
+    defaults: dict[str, str | bool]
+    jobs: dict[str, dict[str, str | bool]]
+    lines: dict[tuple[str | None, str], int]
     _defaults = dict(path=None)
     _factories = dict(defaults=dict, jobs=dict, lines=dict)
 
@@ -60,7 +63,9 @@ class MergedSettings(Record):
     in front of an error about that value ("--timeout", "CRONWRAP_TIMEOUT",
     "/etc/cronwrap/config.toml:12: [jobs.settle] timeout")."""
 
-    __slots__ = ("values", "sources", "labels")
+    values: dict[str, str | bool]
+    sources: dict[str, str]
+    labels: dict[str, str]
 
     def source(self, key: str) -> str:
         return self.sources.get(key, BUILT_IN)

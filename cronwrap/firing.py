@@ -10,7 +10,11 @@ from cronwrap.errors import UsageError
 from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from cronwrap.catchup import Mark
     from cronwrap.ledger.base import JobInfo
+    from cronwrap.schedule import Schedule
     from cronwrap.spec import JobSpec
 
 
@@ -18,7 +22,10 @@ class Slot(Record):
     """A slot a firing acts for: its run key, its original time (in the job's zone), why it
     runs (schedule, catchup, manual), and the firing's distance from it (seconds, or None)."""
 
-    __slots__ = ("run_key", "scheduled_at", "trigger", "skew")
+    run_key: str
+    scheduled_at: datetime
+    trigger: str
+    skew: float | None
     _defaults = dict(skew=None)
 
 
@@ -27,7 +34,9 @@ class Timing(Record):
     run key template, from --schedule/--tz/--key or, for a manual run without --schedule,
     as the ledger recorded them when cron fired the job."""
 
-    __slots__ = ("schedule", "zone_name", "key")
+    schedule: Schedule | None
+    zone_name: str | None
+    key: str | None
     _defaults = dict(schedule=None, zone_name=None, key=None)
 
     @property
@@ -39,7 +48,11 @@ class FiringPlan(Record):
     """What a firing will do, before it does any of it: the slots to run in order, the slots
     to record without running (catch-up marks), and warnings (printed unless ``quiet``)."""
 
-    __slots__ = ("slots", "marks", "warnings", "skew", "quiet")
+    slots: list[Slot]
+    marks: Sequence[Mark]
+    warnings: Sequence[str]
+    skew: float
+    quiet: bool
     _defaults = dict(marks=(), warnings=(), skew=0.0, quiet=False)
 
 

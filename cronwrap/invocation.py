@@ -15,8 +15,11 @@ from cronwrap.runlog import Event, EventLog
 from cronwrap.stdio import warn
 
 if TYPE_CHECKING:
-    from typing import Any
+    from random import Random
+    from typing import Any, Callable
 
+    from cronwrap.hooks import HookResult
+    from cronwrap.ledger.base import Ledger
     from cronwrap.spec import JobSpec
 
 
@@ -26,8 +29,14 @@ class World(Record):
     ``supervisor(spec, on_output, on_spawn, passthrough)`` -> an object with ``run()`` ->
     Outcome and ``request_stop(reason)``; ``run_hook(command, env, timeout)`` -> HookResult."""
 
-    __slots__ = ("clock", "monotonic", "sleep", "rng", "open_ledger", "take_lock", "supervisor",
-                 "run_hook")
+    clock: Callable[[], float]
+    monotonic: Callable[[], float]
+    sleep: Callable[[float], None]
+    rng: Random
+    open_ledger: Callable[[Invocation], Ledger]
+    take_lock: Callable[[Invocation], Any]
+    supervisor: Callable[..., Any]
+    run_hook: Callable[[str, dict[str, str], float], HookResult]
 
 
 class Invocation:

@@ -38,13 +38,16 @@ TEXTFILE_MODE = 0o644  # node_exporter, often another user, must read it
 class CheckResult(Record):
     """exit_code: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN; text: the plugin's one line."""
 
-    __slots__ = ("exit_code", "text")
+    exit_code: int
+    text: str
 
 
 class Verdict(Record):
     """One job's state (a CHECK_* value) and why, in a few words per reason."""
 
-    __slots__ = ("job", "state", "reasons")
+    job: str
+    state: int
+    reasons: list[str]
 
 
 def check(reports: list[JobReport], now: datetime, max_age: float | None = None,
@@ -304,7 +307,8 @@ class Picture(Record):
     caller can print ``plain()`` or render ``to_rich()``. Line 0: one mark per slot, oldest
     first; line 1: a duration sparkline under the marks; line 2: the legend."""
 
-    __slots__ = ("lines", "spans")
+    lines: list[str]
+    spans: list[tuple[int, int, int, str]]
 
     def plain(self) -> str:
         return "\n".join(self.lines)

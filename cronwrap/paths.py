@@ -22,7 +22,9 @@ FILE_MODE = 0o600
 class Dirs(Record):
     """state holds ledger.db and the outbox; logs the run log and captured output."""
 
-    __slots__ = ("state", "logs", "locks")
+    state: Path
+    logs: Path
+    locks: Path
 
     @property
     def ledger_file(self) -> Path:

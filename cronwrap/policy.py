@@ -14,10 +14,19 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from datetime import datetime
     from random import Random
+    from typing import Protocol
 
     from cronwrap.ledger.base import Run
     from cronwrap.spec import JobSpec
-    from cronwrap.supervise import Outcome
+
+    class Outcome(Protocol):
+        """How a supervised job ended (supervise.Outcome has these and more)."""
+
+        exit_code: int | None
+        signal: int | None
+        timed_out: bool
+        spawn_error: str | None
+        stop_reason: str | None
 
 BAD = (Status.FAILED, Status.TIMEOUT, Status.KILLED)
 

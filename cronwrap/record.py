@@ -1,24 +1,40 @@
-"""``Record``: plain data with named fields, for modules on the hot ``run`` path.
+"""``Record``: plain data with named, annotated fields, for modules on the hot ``run`` path.
 
 A dataclass generates and compiles its methods when the module is imported; fourteen of them
 cost several milliseconds of every cron firing (DESIGN §7 budget). A Record declares its fields
-in ``__slots__`` and its defaults in ``_defaults`` and generates nothing.
+as class annotations (which cost nothing at run time under ``from __future__ import
+annotations``, and which a type checker reads), its defaults in ``_defaults``, and generates
+nothing. A class may still list its fields in ``__slots__`` instead.
 """
 
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing itself costs milliseconds of import on the hot path
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, ClassVar
 
 
 class Record:
-    __slots__: tuple[str, ...] = ()
-    _defaults: dict[str, Any] = {}
-    _factories: dict[str, Any] = {}  # field -> callable making a fresh default (lists, dicts)
+    __slots__ = ()
+    _fields: ClassVar[tuple[str, ...]] = ()
+    _defaults: ClassVar[dict[str, Any]] = {}
+    _factories: ClassVar[dict[str, Any]] = {}  # field -> callable making a fresh default
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        slots = cls.__dict__.get("__slots__")
+        if slots:
+            cls._fields = tuple(slots)
+            return
+        names: list[str] = []
+        for klass in reversed(cls.__mro__):
+            for name in klass.__dict__.get("__annotations__", {}):
+                if not name.startswith("_") and name not in names:
+                    names.append(name)
+        cls._fields = tuple(names)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        names = self.__slots__
+        names = self._fields
         if len(args) > len(names):
             raise TypeError(f"{type(self).__name__} takes at most {len(names)} fields")
         kwargs.update(zip(names, args))
@@ -36,13 +52,14 @@ class Record:
             raise TypeError(f"{type(self).__name__}: unknown fields {sorted(kwargs)}")
 
     def asdict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}
+        return {name: getattr(self, name) for name in self._fields}
 
-    def replace(self, **changes: Any) -> Record:
+    def replace(self, **changes: Any) -> Any:
         return type(self)(**{**self.asdict(), **changes})
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self.asdict() == other.asdict()  # type: ignore[union-attr]
+        return isinstance(other, Record) and type(other) is type(self) \
+            and self.asdict() == other.asdict()
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in self.asdict().items())

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
 
 class Pruned(Record):
-    __slots__ = ("runs", "files")
+    runs: int
+    files: int
 
 
 def _none(job: str) -> list[Path]:

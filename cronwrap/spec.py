@@ -169,7 +169,7 @@ def count(text: str, label: str) -> int:
     return int(text)
 
 
-def retry_codes(text: str, label: str) -> frozenset:
+def retry_codes(text: str, label: str) -> frozenset[int | str]:
     from cronwrap.retry import parse_retry_on
 
     return parse_retry_on(text, label)
@@ -202,7 +202,13 @@ class Option(Record):
     """One option of ``run``. name: the long name without dashes, also the JobSpec field
     (with '-' -> '_'); parse(text, label) -> value; metavar None: a flag without a value."""
 
-    __slots__ = ("name", "help", "group", "parse", "metavar", "default", "short")
+    name: str
+    help: str
+    group: str
+    parse: Callable[[str, str], Any]
+    metavar: str | None
+    default: Any
+    short: str | None
     _defaults = dict(parse=flag, metavar=None, default=None, short=None)
 
     @property
@@ -361,6 +367,9 @@ class JobSpec(Record):
 
     def __repr__(self) -> str:
         return super().__repr__().split(", env_extra=")[0] + ")"
+
+    if TYPE_CHECKING:  # one field per option of the table, typed by the option's parser
+        def __getattr__(self, name: str) -> Any: ...
 
 
 def _to_stderr(note: str) -> None:

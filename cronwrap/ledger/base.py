@@ -81,10 +81,30 @@ def iso(t: datetime | None) -> str | None:
 class Run(Record):
     """One row of ``runs``: a slot of a job and the latest attempt at it (times are UTC)."""
 
-    __slots__ = ("run_id", "job", "run_key", "scheduled_at", "trigger", "status", "skip_reason",
-                 "attempt", "host", "pid", "pid_start", "locked_until", "fence", "started_at",
-                 "finished_at", "duration_ms", "exit_code", "signal", "timed_out", "error_tail",
-                 "log_path", "skew_ms", "boot_id", "pid_ns")
+    run_id: int
+    job: str
+    run_key: str
+    scheduled_at: datetime | None
+    trigger: str
+    status: str
+    skip_reason: str | None
+    attempt: int
+    host: str | None
+    pid: int | None
+    pid_start: int | None
+    locked_until: datetime | None
+    fence: int | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    duration_ms: int | None
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    error_tail: str | None
+    log_path: str | None
+    skew_ms: int | None
+    boot_id: str | None
+    pid_ns: int | None
     _defaults = dict(skip_reason=None, attempt=0, host=None, pid=None, pid_start=None,
                      locked_until=None, fence=None, started_at=None, finished_at=None,
                      duration_ms=None, exit_code=None, signal=None, timed_out=False,
@@ -115,7 +135,11 @@ def _never_gone(pid: int | None, start: int | None) -> bool:
 class JobInfo(Record):
     """What a firing tells the ledger about its job (kept in ``jobs``)."""
 
-    __slots__ = ("name", "schedule", "tz", "key_template", "settings")
+    name: str
+    schedule: str | None
+    tz: str | None
+    key_template: str | None
+    settings: str | None
     _defaults = dict(schedule=None, tz=None, key_template=None, settings=None)
 
 
@@ -133,9 +157,21 @@ class ClaimRequest(Record):
     for the lease instead.
     """
 
-    __slots__ = ("job", "run_key", "scheduled_at", "trigger", "host", "pid", "pid_start",
-                 "lease", "overlap_skip", "force", "max_attempts", "is_gone", "skew_ms",
-                 "boot_id", "pid_ns")
+    job: JobInfo
+    run_key: str
+    scheduled_at: datetime | None
+    trigger: str
+    host: str
+    pid: int
+    pid_start: int
+    lease: float
+    overlap_skip: bool
+    force: bool
+    max_attempts: int
+    is_gone: Callable[[int | None, int | None], bool]
+    skew_ms: int | None
+    boot_id: str
+    pid_ns: int
     _defaults = dict(overlap_skip=True, force=False, max_attempts=1, is_gone=_never_gone,
                      skew_ms=None, boot_id="", pid_ns=0)
 
@@ -151,23 +187,41 @@ class Claim(Record):
 
     took_over: the claimed row had been abandoned by an earlier runner."""
 
-    __slots__ = ("run", "skip_reason", "blocking", "took_over")
+    run: Run | None
+    skip_reason: str | None
+    blocking: Run | None
+    took_over: bool
     _defaults = dict(skip_reason=None, blocking=None, took_over=False)
 
 
 class Finish(Record):
     """The end of a run, as recorded."""
 
-    __slots__ = ("status", "duration_ms", "exit_code", "signal", "timed_out", "error_tail",
-                 "log_path", "skip_reason")
+    status: str
+    duration_ms: int | None
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    error_tail: str | None
+    log_path: str | None
+    skip_reason: str | None
     _defaults = dict(skip_reason=None)
 
 
 class JobSummary(Record):
     """What ``status`` shows for one job."""
 
-    __slots__ = ("job", "schedule", "tz", "key_template", "first_seen", "last_seen", "last_slot",
-                 "last_run", "last_success_at", "running", "counts")
+    job: str
+    schedule: str | None
+    tz: str | None
+    key_template: str | None
+    first_seen: datetime | None
+    last_seen: datetime | None
+    last_slot: datetime | None
+    last_run: Run | None
+    last_success_at: datetime | None
+    running: list[Run]
+    counts: dict[str, int]
 
 
 class Ledger(Protocol):

@@ -34,7 +34,7 @@ def run(job="settle", status="succeeded", *, ago=HOUR, duration=12.3, exit_code=
 
 def summary(job="settle", **fields) -> JobSummary:
     """Every field of JobSummary, whatever it holds today: None unless given."""
-    values = dict.fromkeys(JobSummary.__slots__)
+    values = dict.fromkeys(JobSummary._fields)
     values.update(job=job, schedule="0 * * * *", tz="UTC", first_seen=NOW - 30 * HOUR,
                   last_seen=NOW - HOUR, running=[], counts={}, last_success_at=NOW - HOUR)
     values.update(fields)
