@@ -111,7 +111,7 @@ def _since(text: str) -> float:
                                "help_option_names": []})
 def run(ctx: typer.Context) -> int:
     """Run a job: lock, claim its slot, supervise, record (see: cronwrap run --help)."""
-    from cronwrap.cli import run_command
+    from cronwrap.runargs import run_command
 
     return run_command(list(ctx.args))
 
@@ -367,7 +367,7 @@ def wrap(
 ) -> int:
     """Print a crontab with every job prefixed by cronwrap run (options after -- are added to each)."""
     from cronwrap import crontab
-    from cronwrap.cli import parse_run_args
+    from cronwrap.runargs import parse_run_args
 
     extra = list(ctx.args)
     if extra:

@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from cronwrap import (__version__, attempt, catchup, config, errors, hooks, jobenv, locks,
-                      monitor, report, retry, runlog, runner, schedule, spec, stdio, supervise)
-from cronwrap.cli import RUN_USAGE
+                      monitor, picture, report, retry, runlog, runner, schedule, spec, stdio,
+                      supervise)
+from cronwrap.runargs import RUN_USAGE
 from cronwrap.ledger import base
 from cronwrap.paths import resolve_dirs
 
@@ -230,7 +231,7 @@ HOOK_KILL = duration_text(hooks.KILL_GRACE)
 PING_TIMEOUT = duration_text(default_of(hooks.Pinger, "timeout"))
 PING_RETRIES = default_of(hooks.Pinger, "retries")
 PING_WAIT = duration_text(default_of(hooks.Pinger.wait, "max_seconds"))
-FINAL = tuple(s for s in monitor.MARKS)  # the statuses the history picture draws
+FINAL = tuple(s for s in picture.MARKS)  # the statuses the history picture draws
 
 # -- prose: cronwrap(1) --------------------------------------------------------------------
 
@@ -307,10 +308,10 @@ MARK_NAMES = {"✓": "a check mark", "✗": "a cross", "·": "a dot", "○": "a 
 
 
 def mark_words() -> str:
-    """``a check mark for succeeded, ..., `T` for timeout``: every mark monitor.MARKS draws."""
+    """``a check mark for succeeded, ..., `T` for timeout``: every mark picture.MARKS draws."""
     words = []
     for status in FINAL:
-        mark = monitor.MARKS[status][0]
+        mark = picture.MARKS[status][0]
         if not mark.isascii() and mark not in MARK_NAMES:
             raise KeyError(f"{mark!r}: the history picture draws it for {status}, but "
                            "MARK_NAMES does not say what it looks like")

@@ -191,7 +191,7 @@ def render_runs(runs: list[Run], now: datetime) -> None:
         )
     out = console()
     if runs:
-        from cronwrap.monitor import history_picture
+        from cronwrap.picture import history_picture
 
         out.print(history_picture(runs, 60, now).to_rich())
         out.print()

@@ -94,9 +94,10 @@ class Out:
 
 
 def warn(message: str) -> None:
-    """One line on cronwrap's stderr, never blocking and never raising: a stalled or closed
+    """One line on cronwrap's stderr, whatever the message holds (a newline from a file or a
+    name would forge a second line), never blocking and never raising: a stalled or closed
     stderr loses the message, not the run."""
-    data = f"cronwrap: {message}\n".encode("utf-8", "backslashreplace")
+    data = f"cronwrap: {one_line(message)}\n".encode("utf-8", "backslashreplace")
     try:
         out = Out(2)
     except OSError:
@@ -107,6 +108,12 @@ def warn(message: str) -> None:
         pass
     finally:
         out.close()
+
+
+def one_line(text: str) -> str:
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class Passthrough:

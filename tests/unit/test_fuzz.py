@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from cronwrap import cli, config, crontab, durations, firing, schedule, spec
+from cronwrap import config, crontab, durations, firing, runargs, schedule, spec
 from cronwrap.catchup import plan_firing, plan_manual
 from cronwrap.errors import CronwrapError, UsageError
 
@@ -550,7 +550,7 @@ ARG = st.one_of(
 def test_run_argv_parses_to_options_and_a_command_or_a_clean_error(argv):
     assume("-h" not in argv and "--help" not in argv)
     try:
-        given, command = cli.parse_run_args(argv)
+        given, command = runargs.parse_run_args(argv)
     except UsageError as exc:
         assert str(exc).startswith("run: ")
         return
@@ -564,7 +564,7 @@ def test_run_argv_parses_to_options_and_a_command_or_a_clean_error(argv):
 @FEW
 @given(st.lists(st.text(max_size=6), max_size=5))
 def test_everything_after_double_dash_is_the_command(words):
-    given, command = cli.parse_run_args(["-n", "x", "--", *words])
+    given, command = runargs.parse_run_args(["-n", "x", "--", *words])
     assert given == {"name": "x"} and command == words
 
 

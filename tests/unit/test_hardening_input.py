@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from cronwrap import cli, config, hooks, spec
+from cronwrap import config, hooks, runargs, spec
 from cronwrap.durations import SMALLEST, TEN_YEARS, DurationTooLarge, parse_duration
 from cronwrap.errors import ConfigError, UsageError
 
@@ -128,7 +128,7 @@ def test_other_spellings_of_0_are_not(text):
 # -- 20, 22, 23: the help says so --------------------------------------------------------------
 
 def test_run_help_documents_signal_0_huge_limits_and_flock():
-    text = " ".join(cli.run_help().split())
+    text = " ".join(runargs.run_help().split())
     assert "0 sends none, so only --kill-after ends the job" in text
     assert "too large to keep (over ten years, 1e400, inf) also means none" in text
     assert "0, or a value too large to keep (over ten years), waits forever, unlike flock -w 0" in text
