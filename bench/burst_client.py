@@ -1,0 +1,91 @@
+"""One client of the burst row of bench/run.py: COUNT claims of distinct jobs, one after another.
+
+    python burst_client.py ledger URL FIRST COUNT RUN_KEY OUT
+    python burst_client.py floor  URL FIRST COUNT RUN_KEY OUT
+
+Run with bench/.venv's python, 50 of them at once. Each sets up (``ledger``: cronwrap's own
+``PostgresLedger(URL)``, as installed, nothing patched; ``floor``: one psycopg connection in
+autocommit), prints ``ready``, and waits for a line on stdin: the bench releases all clients
+together once every one is ready. Then it claims job-FIRST … job-(FIRST+COUNT-1) for RUN_KEY:
+
+- ``ledger``: ``claim()`` of a ClaimRequest as a firing makes it (timed alone);
+- ``floor``: ``INSERT INTO burst_floor … ON CONFLICT DO NOTHING RETURNING id`` — the least any
+  claim can cost on this server, one statement and its commit.
+
+A claim that raises is recorded with its error and the client goes on. OUT gets one JSON
+object: {"setup_ms", "claims": [[start epoch s, ms, claimed, error or null], …]}.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from datetime import datetime, timezone
+
+
+def ledger_claimer(url: str, run_key: str):
+    from cronwrap import procs
+    from cronwrap.ledger.base import ClaimRequest, JobInfo
+    from cronwrap.ledger.postgres import PostgresLedger
+
+    pid, pid_start = procs.self_identity()
+    slot = datetime.strptime(run_key, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    ledger = PostgresLedger(url)
+
+    def claim(job: str) -> bool:
+        return ledger.claim(ClaimRequest(
+            job=JobInfo(job), run_key=run_key, scheduled_at=slot, trigger="schedule",
+            host="burst", pid=pid, pid_start=pid_start, lease=120.0, overlap_skip=True,
+            force=False, is_gone=lambda p, s: not procs.is_alive(p, s))).run is not None
+
+    return claim
+
+
+def floor_claimer(url: str, run_key: str):
+    import psycopg
+
+    # No server-side prepared statements: PgBouncer 1.18 in transaction mode cannot keep them.
+    conn = psycopg.connect(url, autocommit=True, prepare_threshold=None, connect_timeout=10)
+
+    def claim(job: str) -> bool:
+        row = conn.execute("INSERT INTO burst_floor (job, run_key) VALUES (%s, %s) "
+                           "ON CONFLICT DO NOTHING RETURNING id", (job, run_key)).fetchone()
+        return row is not None
+
+    return claim
+
+
+def main() -> int:
+    mode, url, first, count, run_key, out = sys.argv[1:7]
+    first, count = int(first), int(count)
+    t0 = time.perf_counter()
+    claims = []
+    try:
+        claim = (ledger_claimer if mode == "ledger" else floor_claimer)(url, run_key)
+    except Exception as exc:  # a client that cannot even set up is reported, not hidden
+        claim = None
+        claims.append([time.time(), 0.0, False, f"setup: {one_line(exc)}"])
+    setup_ms = (time.perf_counter() - t0) * 1000
+    print("ready", flush=True)
+    sys.stdin.readline()
+    for n in range(first, first + count if claim else first):
+        started = time.time()
+        t1 = time.perf_counter()
+        try:
+            ok, error = claim(f"job-{n}"), None
+        except Exception as exc:
+            ok, error = False, one_line(exc)
+        claims.append([started, (time.perf_counter() - t1) * 1000, ok, error])
+    with open(out, "w") as f:
+        json.dump({"setup_ms": setup_ms, "claims": claims}, f)
+    return 0
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
