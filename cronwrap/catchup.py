@@ -27,6 +27,7 @@ from datetime import timedelta
 
 from cronwrap.durations import format_duration
 from cronwrap.errors import UsageError
+from cronwrap.ledger.base import Mark, SlotRun
 from cronwrap.record import TYPE_CHECKING
 from cronwrap.spec import MAX_SLOTS
 from cronwrap.schedule import (
@@ -60,26 +61,6 @@ class SlotState(Frozen):
     status: str
 
 
-class PlannedRun(Frozen):
-    """A run to make: the slot it is for, its key, and ``schedule``/``catchup``/``manual``."""
-
-    __slots__ = ("slot", "run_key", "trigger")
-    slot: datetime
-    run_key: str
-    trigger: str
-
-
-class Mark(Frozen):
-    """A slot to record without running it: ``missed`` (reason None) or ``skipped``
-    with reason ``too_late``."""
-
-    __slots__ = ("slot", "run_key", "status", "reason")
-    slot: datetime
-    run_key: str
-    status: str
-    reason: str | None
-
-
 class Plan(Frozen):
     """Runs in the order to make them (catch-ups oldest first, then the firing's own slot),
     slots to record, and warnings for the run log. ``skew_seconds`` is the firing's distance
@@ -88,7 +69,7 @@ class Plan(Frozen):
 
     __slots__ = ("runs", "marks", "warnings", "skew_seconds", "matched")
     _defaults = {"skew_seconds": 0.0, "matched": True}
-    runs: list[PlannedRun]
+    runs: list[SlotRun]
     marks: list[Mark]
     warnings: list[str]
     skew_seconds: float
@@ -129,7 +110,7 @@ def plan_firing(
         slot, trigger = schedule.prev_at_or_before(now), "catchup"
         warnings.append(_off_slot_warning(schedule, now, slot, skew, tolerance))
     key = run_key(slot, key_template)
-    runs: list[PlannedRun] = []
+    runs: list[SlotRun] = []
     marks: list[Mark] = []
     if last_seen is not None:
         runs, marks = _plan_backlog(schedule, now, slot, key, key_template, last_seen,
@@ -137,9 +118,9 @@ def plan_firing(
     if trigger == "catchup" and _too_late(now, slot, window):
         warnings.append(f"slot {slot.isoformat()} is older than --catchup-window: not run")
         if key not in known_keys:
-            marks.append(Mark(slot, key, "skipped", "too_late"))
+            marks.append(Mark(key, slot, "skipped", "too_late"))
     else:
-        runs.append(PlannedRun(slot, key, trigger))
+        runs.append(SlotRun(key, slot, trigger))
     return Plan(runs, marks, warnings, skew, trigger == "schedule")
 
 
@@ -173,15 +154,15 @@ def _off_slot_warning(schedule: Schedule, now: datetime, slot: datetime, skew: f
 def _plan_backlog(schedule: Schedule, now: datetime, slot: datetime, key: str,
                   key_template: str | None, last_seen: datetime, known_keys: set[str],
                   policy: str, window: float, max_catchup: int,
-                  warnings: list[str]) -> tuple[list[PlannedRun], list[Mark]]:
+                  warnings: list[str]) -> tuple[list[SlotRun], list[Mark]]:
     """Catch-up runs and marks for the slots after ``last_seen`` and before ``slot``."""
     budget = MAX_MARKS + max_catchup + 1
     missed, unlisted = _missed_slots(schedule, now, slot, key, key_template, last_seen,
                                      known_keys, window, budget)
     in_window = [m for m in missed if not m.too_late]
     runs, marks = _apply_policy(in_window, policy, max_catchup, warnings)
-    marks += [Mark(m.slot, m.run_key, "skipped", "too_late") for m in missed if m.too_late]
-    marks.sort(key=lambda mark: mark.slot.timestamp())
+    marks += [Mark(m.run_key, m.slot, "skipped", "too_late") for m in missed if m.too_late]
+    marks.sort(key=lambda mark: mark.scheduled_at.timestamp())
     if len(marks) > MAX_MARKS:
         unlisted += len(marks) - MAX_MARKS
         marks = marks[-MAX_MARKS:]
@@ -234,7 +215,7 @@ def _count_unknown(slots: Iterator[datetime], key_template: str | None,
 
 
 def _apply_policy(missed: list[_Missed], policy: str, max_catchup: int,
-                  warnings: list[str]) -> tuple[list[PlannedRun], list[Mark]]:
+                  warnings: list[str]) -> tuple[list[SlotRun], list[Mark]]:
     """``none``: record all missed; ``latest``: run the newest; ``all``: run oldest first
     up to ``max_catchup`` and record the rest as missed."""
     if policy == "none":
@@ -247,9 +228,9 @@ def _apply_policy(missed: list[_Missed], policy: str, max_catchup: int,
             extra = len(missed) - len(chosen)
             warnings.append(f"{_slots(extra)} beyond --max-catchup {max_catchup}"
                             f" {'is' if extra == 1 else 'are'} recorded as missed, not run")
-    runs = [PlannedRun(m.slot, m.run_key, "catchup") for m in chosen]
+    runs = [SlotRun(m.run_key, m.slot, "catchup") for m in chosen]
     run_keys = {m.run_key for m in chosen}
-    marks = [Mark(m.slot, m.run_key, "missed", None) for m in missed if m.run_key not in run_keys]
+    marks = [Mark(m.run_key, m.slot, "missed", None) for m in missed if m.run_key not in run_keys]
     return runs, marks
 
 
@@ -263,7 +244,7 @@ def plan_manual(
     at: datetime | str | None = None,
     key_template: str | None,
     max_slots: int = MAX_SLOTS,
-) -> list[PlannedRun]:
+) -> list[SlotRun]:
     """The runs of ``--date``/``--at``, oldest first. ``--date D``: the schedule's first fire
     time that day; ``--at T``: T, which must be a fire time. ``FROM..TO`` (either option,
     both ends inclusive): every slot in the range, slots that share a run key counted once
@@ -280,9 +261,9 @@ def plan_manual(
             assert at is not None
             slot = schedule.slot_at(parse_timestamp(at, schedule.zone) if isinstance(at, str)
                                     else at)
-        return [PlannedRun(slot, run_key(slot, key_template), "manual")]
+        return [SlotRun(run_key(slot, key_template), slot, "manual")]
     start, end = _range_bounds(schedule, option, value)
-    runs: list[PlannedRun] = []
+    runs: list[SlotRun] = []
     keys: set[str] = set()
     for slot in schedule.slots_in(start, end):
         key = run_key(slot, key_template)
@@ -292,7 +273,7 @@ def plan_manual(
             raise UsageError(f"{option} {value}: more than {max_slots} slots of "
                              f"{schedule.expr!r}; narrow the range or raise --max-slots")
         keys.add(key)
-        runs.append(PlannedRun(slot, key, "manual"))
+        runs.append(SlotRun(key, slot, "manual"))
     if not runs:
         raise UsageError(f"{option} {value}: {schedule.expr!r} has no slot in that range in "
                          f"{schedule.zone_name}")

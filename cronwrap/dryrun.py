@@ -11,10 +11,10 @@ from __future__ import annotations
 import sys
 
 from cronwrap.errors import LedgerError
-from cronwrap.firing import (Slot, Timing, needs_recorded_schedule, plan_firing,
-                             resolve_timing)
+from cronwrap.firing import Timing, needs_recorded_schedule, plan_firing, resolve_timing
 from cronwrap.invocation import Invocation
 from cronwrap.ledger import base
+from cronwrap.ledger.base import SlotRun, Trigger
 from cronwrap.ledger.url import open_ledger
 from cronwrap.runner import history, real_world, recorded_job
 from cronwrap.spec import JobSpec
@@ -42,7 +42,7 @@ def show(inv: Invocation, timing: Timing | None) -> int:
             lines.append(f"  the ledger cannot be read ({problem}): a real firing would "
                          + ("run unrecorded" if inv.spec.on_db_error != "fail" else "fail (125)"))
         lines += [slot_line(slot, verdict(inv, ledger, slot)) for slot in plan.slots]
-        lines += [slot_line(Slot(m.run_key, m.slot, "catchup"),
+        lines += [slot_line(SlotRun(m.run_key, m.scheduled_at, Trigger.CATCHUP),
                             f"record {m.status}" + (f" ({m.reason})" if m.reason else ""))
                   for m in plan.marks]
         lines += [f"  warning: {w}" for w in plan.warnings]
@@ -81,11 +81,11 @@ def lock_lines(inv: Invocation) -> list[str]:
     return [f"  the local lock is held{who}: a real firing would {then}"]
 
 
-def slot_line(slot: Slot, text: str) -> str:
+def slot_line(slot: SlotRun, text: str) -> str:
     return f"  {slot.scheduled_at.isoformat()}  {slot.run_key}  {slot.trigger:<8} {text}"
 
 
-def verdict(inv: Invocation, ledger: base.Ledger | None, slot: Slot) -> str:
+def verdict(inv: Invocation, ledger: base.Ledger | None, slot: SlotRun) -> str:
     """run / run again / take over / skip, and why, as the claim would decide now."""
     if ledger is None:
         return "run (the ledger cannot tell what ran)"

@@ -7,26 +7,15 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from cronwrap.errors import UsageError
+from cronwrap.ledger.base import SlotRun, Trigger
 from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from cronwrap.catchup import Mark
-    from cronwrap.ledger.base import JobInfo
+    from cronwrap.ledger.base import JobInfo, Mark
     from cronwrap.schedule import Schedule
     from cronwrap.spec import JobSpec
-
-
-class Slot(Record):
-    """A slot a firing acts for: its run key, its original time (in the job's zone), why it
-    runs (schedule, catchup, manual), and the firing's distance from it (seconds, or None)."""
-
-    run_key: str
-    scheduled_at: datetime
-    trigger: str
-    skew: float | None
-    _defaults = dict(skew=None)
 
 
 class Timing(Record):
@@ -48,7 +37,7 @@ class FiringPlan(Record):
     """What a firing will do, before it does any of it: the slots to run in order, the slots
     to record without running (catch-up marks), and warnings (printed unless ``quiet``)."""
 
-    slots: list[Slot]
+    slots: list[SlotRun]
     marks: Sequence[Mark]
     warnings: Sequence[str]
     skew: float
@@ -56,10 +45,10 @@ class FiringPlan(Record):
     _defaults = dict(marks=(), warnings=(), skew=0.0, quiet=False)
 
 
-def minute_slot(now: float) -> Slot:
+def minute_slot(now: float) -> SlotRun:
     """Without a schedule a firing's slot is its minute (cron's own granularity)."""
     start = datetime.fromtimestamp(now - now % 60, timezone.utc)
-    return Slot(start.strftime("%Y-%m-%dT%H:%M:%SZ"), start.astimezone(), "schedule")
+    return SlotRun(start.strftime("%Y-%m-%dT%H:%M:%SZ"), start.astimezone(), Trigger.SCHEDULE)
 
 
 def is_manual(spec: JobSpec) -> bool:
@@ -119,21 +108,21 @@ def plan_firing(spec: JobSpec, timing: Timing, now: float,
     if is_manual(spec):
         runs = catchup.plan_manual(timing.schedule, date=spec.date, at=spec.at,
                                    key_template=timing.key, max_slots=spec.max_slots)
-        return FiringPlan([Slot(r.run_key, r.slot, r.trigger) for r in runs])
+        return FiringPlan(runs)
     at = datetime.fromtimestamp(now, timezone.utc)
     last_seen, known = history or (None, set())
     plan = catchup.plan_firing(
         timing.schedule, at, key_template=timing.key, last_seen=last_seen, known_keys=known,
         policy=spec.catchup, window=spec.catchup_window, max_catchup=spec.max_catchup)
-    if last_seen is not None and plan.runs and plan.runs[-1].slot < last_seen:
+    if last_seen is not None and plan.runs and plan.runs[-1].scheduled_at < last_seen:
         plan.warnings.append(
-            f"this firing's slot {plan.runs[-1].slot.isoformat()} is older than the newest slot "
-            f"already seen ({last_seen.astimezone(timing.schedule.zone).isoformat()}): this "
+            f"this firing's slot {plan.runs[-1].scheduled_at.isoformat()} is older than the "
+            f"newest slot already seen ({last_seen.astimezone(timing.schedule.zone).isoformat()}): this "
             "host's clock is behind, or was stepped back; check it")
     # A firing far from any slot is a wrong clock (loudly: cron mails stderr), unless it is
     # hours off under a catch-up policy: then it is an @reboot-style catch-up firing.
     deliberate = not plan.matched and abs(plan.skew_seconds) >= 3600 and spec.catchup != "none"
     own = plan.runs[-1] if plan.runs and not deliberate else None
-    skew = None if plan.matched else plan.skew_seconds  # only a firing off its slot is news
-    slots = [Slot(r.run_key, r.slot, r.trigger, skew if r is own else None) for r in plan.runs]
-    return FiringPlan(slots, plan.marks, plan.warnings, plan.skew_seconds, deliberate)
+    if own is not None and not plan.matched:  # only a firing off its slot is news
+        plan.runs[-1] = own.replace(skew_ms=int(plan.skew_seconds * 1000))
+    return FiringPlan(plan.runs, plan.marks, plan.warnings, plan.skew_seconds, deliberate)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 
 from cronwrap import policy, procs
-from cronwrap.firing import Slot, Timing
+from cronwrap.firing import Timing
 from cronwrap.ledger import base
-from cronwrap.ledger.base import ClaimRequest, JobInfo, Run
+from cronwrap.ledger.base import ClaimRequest, JobInfo, Run, SlotRun
 from cronwrap.paths import resolve_dirs
 from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.runlog import Event, EventLog
@@ -63,7 +63,7 @@ class Invocation:
             self.pinger = Pinger(spec.ping)
         self.settings = job_settings(spec)
 
-    def event(self, event: Event, run: Run | None = None, slot: Slot | None = None,
+    def event(self, event: Event, run: Run | None = None, slot: SlotRun | None = None,
               **fields: Any) -> None:
         common = {"job": self.spec.name, "host": self.spec.host, "pid": self.pid}
         if run is not None:
@@ -89,18 +89,16 @@ class Invocation:
         if self.interactive or always:
             warn(message)
 
-    def request(self, slot: Slot, retry_of: int | None = None) -> ClaimRequest:
+    def request(self, slot: SlotRun, retry_of: int | None = None) -> ClaimRequest:
         """retry_of: the attempt this invocation is retrying (see policy.max_attempts)."""
         spec = self.spec
         # After --overlap replace ended the holder of this very slot, the slot is run again.
         return ClaimRequest(
             job=JobInfo(spec.name, self.timing.expr, self.timing.zone_name, self.timing.key,
                         self.settings),
-            run_key=slot.run_key, scheduled_at=slot.scheduled_at,
-            trigger=slot.trigger, host=spec.host, pid=self.pid, pid_start=self.pid_start,
+            **slot.asdict(), host=spec.host, pid=self.pid, pid_start=self.pid_start,
             lease=spec.lease, overlap_skip=spec.overlap != "allow",
             force=spec.force or self.replaced, max_attempts=policy.max_attempts(spec, retry_of),
-            skew_ms=None if slot.skew is None else int(slot.skew * 1000),
             is_gone=lambda pid, start: not procs.is_alive(pid, start),
             boot_id=self.runner.boot_id, pid_ns=self.runner.pid_ns,
         )

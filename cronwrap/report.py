@@ -27,7 +27,8 @@ class JobReport:
     why: str
     now: datetime
     next_due_at: datetime | None = None
-    missed: int = 0
+    missed: int = 0  # slots without a run: recorded missed + late
+    late: int = 0  # slots passed that no host has fired yet (recorded missed by the next firing)
 
     @property
     def live(self) -> list[Run]:
@@ -68,7 +69,7 @@ def job_reports(ledger: base.Ledger, since: datetime, names: list[str] | None,
         missed = summary.counts.get(base.MISSED, 0) + late
         health, why = assess(summary, now, missed, late)
         reports.append(JobReport(summary=summary, health=health, why=why, now=now,
-                                 next_due_at=next_due, missed=missed))
+                                 next_due_at=next_due, missed=missed, late=late))
     return reports
 
 
@@ -106,7 +107,7 @@ def report_json(report: JobReport, now: datetime) -> dict:
         "last_run": run_json(s.last_run, now), "last_success_at": iso(s.last_success_at),
         "next_due_at": iso(report.next_due_at),
         "running": [dict(r.to_json(now), lease_left_s=r.lease_left(now)) for r in report.live],
-        "missed": report.missed, "counts": s.counts, "health": report.health,
+        "missed": report.missed, "late": report.late, "counts": s.counts, "health": report.health,
         "first_seen": iso(s.first_seen), "last_seen": iso(s.last_seen),
     }
 

@@ -17,12 +17,12 @@ import time
 from cronwrap import locks, outbox, policy
 from cronwrap.attempt import Attempt, execute
 from cronwrap.errors import LedgerError
-from cronwrap.firing import (FiringPlan, Slot, Timing, history_since, is_manual,
+from cronwrap.firing import (FiringPlan, Timing, history_since, is_manual,
                              needs_recorded_schedule, plan_firing, resolve_timing)
 from cronwrap.invocation import Invocation, World
 from cronwrap.ledger import base
 from cronwrap.ledger.url import open_ledger
-from cronwrap.ledger.base import Claim, JobInfo, Reason, Run, Status, Trigger
+from cronwrap.ledger.base import Claim, JobInfo, Reason, Run, SlotRun, Status, Trigger
 from cronwrap.paths import check_parent, ensure_private_dir
 from cronwrap.record import TYPE_CHECKING
 from cronwrap.runlog import Event
@@ -30,7 +30,10 @@ from cronwrap.spec import JobSpec
 from cronwrap.stdio import warn
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any, Callable
+
+    from cronwrap.ledger.base import Mark
 
 WAIT_POLL = 1.0
 
@@ -187,15 +190,15 @@ def announce(inv: Invocation, ledger: base.Ledger | None, plan: FiringPlan) -> N
         record_marks(inv, ledger, plan.marks)
 
 
-def record_marks(inv: Invocation, ledger: base.Ledger, marks: Any) -> None:
-    req = inv.request(Slot(marks[0].run_key, marks[0].slot, Trigger.SCHEDULE))
-    once_more(ledger.record_marks, req, [(m.run_key, m.slot, m.status, m.reason) for m in marks])
+def record_marks(inv: Invocation, ledger: base.Ledger, marks: Sequence[Mark]) -> None:
+    req = inv.request(SlotRun(marks[0].run_key, marks[0].scheduled_at, Trigger.SCHEDULE))
+    once_more(ledger.record_marks, req, marks)
     for m in marks:
         inv.event(Event.MISSED if m.status == Status.MISSED else Event.SKIP, run_key=m.run_key,
-                  scheduled_at=base.iso(m.slot), status=m.status, skip_reason=m.reason)
+                  scheduled_at=base.iso(m.scheduled_at), status=m.status, skip_reason=m.reason)
 
 
-def run_slot(inv: Invocation, ledger: base.Ledger | None, slot: Slot,
+def run_slot(inv: Invocation, ledger: base.Ledger | None, slot: SlotRun,
              lock: locks.Lock | None | bool) -> tuple[int, bool]:
     """Run a slot, retrying transient failures with backoff, then tell hooks and pings.
     Returns cronwrap's exit status for it, and whether it ran and did not succeed."""
@@ -271,7 +274,7 @@ def failure_streak(inv: Invocation, ledger: base.Ledger | None) -> int:
         return 1
 
 
-def claim_and_execute(inv: Invocation, ledger: base.Ledger | None, slot: Slot,
+def claim_and_execute(inv: Invocation, ledger: base.Ledger | None, slot: SlotRun,
                       lock: locks.Lock | None | bool, retry_of: int | None = None
                       ) -> Attempt | int:
     """Claim and run the slot (an Attempt), or record why not (cronwrap's exit status)."""
@@ -293,14 +296,14 @@ def claim_and_execute(inv: Invocation, ledger: base.Ledger | None, slot: Slot,
     return execute(inv, ledger, claim, lock or None)
 
 
-def unrecorded_run(inv: Invocation, slot: Slot) -> Run:
+def unrecorded_run(inv: Invocation, slot: SlotRun) -> Run:
     """A stand-in row for a run the ledger does not know about (id 0, fence 0)."""
     return Run(run_id=0, job=inv.spec.name, run_key=slot.run_key, scheduled_at=slot.scheduled_at,
                trigger=slot.trigger, status=Status.RUNNING, attempt=1, host=inv.spec.host,
                pid=inv.pid, fence=0)
 
 
-def claim_slot(inv: Invocation, ledger: base.Ledger, slot: Slot,
+def claim_slot(inv: Invocation, ledger: base.Ledger, slot: SlotRun,
                retry_of: int | None = None) -> Claim:
     """Claim; under ``--overlap wait`` a run elsewhere is waited for, polling the ledger."""
     world = inv.world
@@ -330,7 +333,7 @@ def ours(inv: Invocation, claim: Claim) -> Claim:
     return claim
 
 
-def skip(inv: Invocation, claim: Claim, slot: Slot) -> int:
+def skip(inv: Invocation, claim: Claim, slot: SlotRun) -> int:
     reason = claim.skip_reason
     blocking = claim.blocking
     fields: dict[str, Any] = {"status": Status.SKIPPED, "skip_reason": reason}

@@ -15,6 +15,7 @@ from enum import StrEnum
 from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Callable, Protocol
 else:
     Protocol = object  # the contract is for readers and type checkers; nothing to import at run time
@@ -64,6 +65,29 @@ class Reason(StrEnum):
     DUPLICATE = "duplicate"
     TOO_LATE = "too_late"
     LEASE_LOST = "lease_lost"
+
+
+class SlotRun(Record):
+    """One run of one slot, from plan to ledger: the slot's run key, its original time (in the
+    job's zone), why it runs, and how far the firing was from it (milliseconds, positive:
+    late; None unless this is the firing's own slot and the firing was off it). catchup plans
+    them, the runner runs them, and a ClaimRequest is one with its claimer and policy."""
+
+    run_key: str
+    scheduled_at: datetime
+    trigger: str
+    skew_ms: int | None
+    _defaults = dict(skew_ms=None)
+
+
+class Mark(Record):
+    """A slot recorded without running it: ``missed`` (reason None), or ``skipped`` with
+    reason ``too_late``."""
+
+    run_key: str
+    scheduled_at: datetime
+    status: str
+    reason: str | None
 
 
 # The names the code has always used; each is the enum member itself, not a second spelling.
@@ -143,24 +167,20 @@ class JobInfo(Record):
     _defaults = dict(schedule=None, tz=None, key_template=None, settings=None)
 
 
-class ClaimRequest(Record):
-    """A firing asking for ``(job, run_key)``.
+class ClaimRequest(SlotRun):
+    """A firing asking for ``(job, run_key)``: the slot-run, who asks, and on what terms.
 
-    trigger: schedule | catchup | manual; lease: seconds; overlap_skip: step 2 (a live run of
+    lease: seconds; overlap_skip: step 2 (a live run of
     the job anywhere means skip); force: run a slot that already succeeded; max_attempts: a
     failed slot is claimable again while attempts < this; is_gone(pid, start): is a process of
-    this runner gone (step 0: this runner's dead wrappers are abandoned at once); skew_ms: how
-    far the firing was from its slot (kept on the run: status warns about a host far off).
-    host, boot_id, pid_ns: the runner identity (procs.Runner). A running row's pid is looked
+    this runner gone (step 0: this runner's dead wrappers are abandoned at once); skew_ms is
+    kept on the run (status warns about a host far off). host, boot_id, pid_ns: the runner identity (procs.Runner). A running row's pid is looked
     up with is_gone only when the row has this very identity: two containers with one host
     name (or a row from an earlier boot, or one written before boot IDs were recorded) wait
     for the lease instead.
     """
 
     job: JobInfo
-    run_key: str
-    scheduled_at: datetime | None
-    trigger: str
     host: str
     pid: int
     pid_start: int
@@ -169,7 +189,6 @@ class ClaimRequest(Record):
     force: bool
     max_attempts: int
     is_gone: Callable[[int | None, int | None], bool]
-    skew_ms: int | None
     boot_id: str
     pid_ns: int
     _defaults = dict(overlap_skip=True, force=False, max_attempts=1, is_gone=_never_gone,
@@ -253,9 +272,8 @@ class Ledger(Protocol):
         """The newest scheduled slot seen for ``job`` (None: none yet; manual runs do not
         count), and its run keys of slots scheduled since ``since`` (for catch-up planning)."""
 
-    def record_marks(self, req: ClaimRequest, marks: list) -> int:
-        """Record slots that will not run — (run_key, scheduled_at, status, reason), status
-        ``missed`` or ``skipped``/``too_late`` — where the slot has no row yet."""
+    def record_marks(self, req: ClaimRequest, marks: Sequence[Mark]) -> int:
+        """Record slots that will not run where the slot has no row yet; how many were."""
 
     def heartbeat(self, run: Run, lease: float, wait: float | None = None) -> bool:
         """Extend the lease of ``run`` if its row is still this claim's — same id, fence, job,

@@ -13,7 +13,10 @@ from datetime import datetime
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any, Iterator
+
+    from cronwrap.ledger.base import Mark
 
 from cronwrap.ledger import base
 from cronwrap.ledger.base import Claim, ClaimRequest, Finish, JobInfo, JobSummary, Run
@@ -122,19 +125,19 @@ class SqlLedger(ABC):
         return JobInfo(row["name"], row["schedule"], row["tz"], row["key_template"],
                        row["settings"])
 
-    def record_marks(self, req: ClaimRequest, marks: list[tuple[str, datetime, str, str | None]]
-                     ) -> int:
-        """Record slots that will not run — (run_key, scheduled_at, status, reason) — unless
-        the slot already has a row. Returns how many were recorded."""
+    def record_marks(self, req: ClaimRequest, marks: Sequence[Mark]) -> int:
+        """Record slots that will not run, unless the slot already has a row. Returns how
+        many were recorded."""
         recorded = 0
         with self._tx() as cur:
             now = self._db_now(cur)
-            self._upsert_job(cur, req, now, max((m[1] for m in marks), default=None))
-            for key, scheduled_at, status, reason in marks:
+            self._upsert_job(cur, req, now, max((m.scheduled_at for m in marks), default=None))
+            for mark in marks:
                 recorded += self._one(
-                    cur, "insert_run", job=req.job.name, run_key=key,
-                    scheduled_at=self._to_db(scheduled_at), trigger="schedule", status=status,
-                    skip_reason=reason, host=req.host, now=now) is not None
+                    cur, "insert_run", job=req.job.name, run_key=mark.run_key,
+                    scheduled_at=self._to_db(mark.scheduled_at), trigger="schedule",
+                    status=mark.status, skip_reason=mark.reason, host=req.host,
+                    now=now) is not None
         return recorded
 
     def heartbeat(self, run: Run, lease: float, wait: float | None = None) -> bool:

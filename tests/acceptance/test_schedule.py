@@ -103,6 +103,7 @@ def test_catchup_none_records_missed_and_status_says_so(clocked, seen):
     assert sorted(r["scheduled_at"][:10] for r in missed) == ["2026-10-26", "2026-10-27"]  # UTC dates
     (job_status,) = json.loads(clocked.at("2026-10-29T02:00:00+08:00", "status", "--json").stdout)
     assert job_status["missed"] == 2 and job_status["health"] == "critical"
+    assert job_status["late"] == 0  # recorded missed: no slot is waiting for a firing
     assert job_status["next_due_at"].startswith("2026-10-30T01:30:00")
 
 
@@ -175,6 +176,7 @@ def test_status_shows_a_late_job(clocked, seen):
     clocked.at("2026-10-26T01:30:04+08:00", "run", "-n", "late", *DAILY, *job)
     (job_status,) = json.loads(clocked.at("2026-10-28T09:00:00+08:00", "status", "--json").stdout)
     assert job_status["health"] == "critical" and job_status["missed"] == 2
+    assert job_status["late"] == 2  # no firing has recorded them yet
     assert job_status["schedule"] == "30 1 * * *" and job_status["tz"] == SHANGHAI
     table = clocked.at("2026-10-28T09:00:00+08:00", "status").stdout.decode()
     assert "late" in table

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from cronwrap.ledger import base
-from cronwrap.ledger.base import ClaimRequest, Finish, JobInfo
+from cronwrap.ledger.base import ClaimRequest, Finish, JobInfo, Mark
 
 T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 _pids = itertools.count(1000)
@@ -272,7 +272,7 @@ def test_slot_history_and_marks(ledger, clock):
     since = datetime.fromtimestamp(T0 - 3600, timezone.utc)
     assert ledger.slot_history("settle", since) == (None, set())
     slot = datetime.fromtimestamp(T0 - 60, timezone.utc)
-    marks = [("m1", slot, "missed", None), ("m2", slot, "skipped", "too_late")]
+    marks = [Mark("m1", slot, "missed", None), Mark("m2", slot, "skipped", "too_late")]
     assert ledger.record_marks(req("k0"), marks) == 2
     assert ledger.record_marks(req("k0"), marks) == 0  # a slot with a row keeps it
     last_slot, keys = ledger.slot_history("settle", since)

@@ -8,7 +8,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from cronwrap.catchup import MAX_MARKS, Mark, PlannedRun, plan_firing, plan_manual
+from cronwrap.catchup import MAX_MARKS, plan_firing, plan_manual
+from cronwrap.ledger.base import Mark, SlotRun
 from cronwrap.errors import UsageError
 from cronwrap.schedule import Schedule, run_key
 
@@ -32,12 +33,12 @@ def plan(schedule=HOURLY, now=NOW, *, last_seen=at(8, 30), known=(), policy="non
                        max_catchup=max_catchup)
 
 
-def current(slot=at(12)) -> PlannedRun:
-    return PlannedRun(slot, key(slot), "schedule")
+def current(slot=at(12)) -> SlotRun:
+    return SlotRun(key(slot), slot, "schedule")
 
 
 def missed(*hours: int) -> list[Mark]:
-    return [Mark(at(h), key(at(h)), "missed", None) for h in hours]
+    return [Mark(key(at(h)), at(h), "missed", None) for h in hours]
 
 
 def test_first_invocation_never_invents_a_backlog():
@@ -54,13 +55,13 @@ def test_policy_none_records_missed_slots():
 
 def test_policy_latest_runs_only_the_newest_missed_slot_first():
     result = plan(policy="latest")
-    assert result.runs == [PlannedRun(at(11), key(at(11)), "catchup"), current()]
+    assert result.runs == [SlotRun(key(at(11)), at(11), "catchup"), current()]
     assert result.marks == missed(9, 10)
 
 
 def test_policy_all_runs_oldest_first_up_to_the_cap():
     result = plan(policy="all", max_catchup=2)
-    assert [(r.slot, r.trigger) for r in result.runs] == [
+    assert [(r.scheduled_at, r.trigger) for r in result.runs] == [
         (at(9), "catchup"), (at(10), "catchup"), (at(12), "schedule")]
     assert result.marks == missed(11)
     assert result.warnings == ["1 missed slot beyond --max-catchup 2 is recorded as missed, not run"]
@@ -68,7 +69,7 @@ def test_policy_all_runs_oldest_first_up_to_the_cap():
 
 def test_policy_all_within_the_cap_runs_everything():
     result = plan(policy="all")
-    assert [r.slot for r in result.runs] == [at(9), at(10), at(11), at(12)]
+    assert [r.scheduled_at for r in result.runs] == [at(9), at(10), at(11), at(12)]
     assert result.marks == [] and result.warnings == []
 
 
@@ -82,15 +83,15 @@ def test_window_edge_exactly_at_the_window_is_inside(policy):
     now = at(12)  # exactly on the slot
     result = plan(now=now, policy=policy, window=2 * 3600)  # 10:00 is exactly 2 h old
     too_late = [m for m in result.marks if m.status == "skipped"]
-    assert too_late == [Mark(at(9), key(at(9)), "skipped", "too_late")]
-    considered = {m.slot for m in result.marks if m.status == "missed"} | {r.slot for r in result.runs}
+    assert too_late == [Mark(key(at(9)), at(9), "skipped", "too_late")]
+    considered = {m.scheduled_at for m in result.marks if m.status == "missed"} | {r.scheduled_at for r in result.runs}
     assert considered == {at(10), at(11), at(12)}
 
 
 def test_window_one_second_past_the_edge_is_too_late():
     result = plan(now=at(12) + timedelta(seconds=1), policy="all", window=2 * 3600)
-    assert [r.slot for r in result.runs] == [at(11), at(12)]
-    assert [(m.slot, m.status, m.reason) for m in result.marks] == [
+    assert [r.scheduled_at for r in result.runs] == [at(11), at(12)]
+    assert [(m.scheduled_at, m.status, m.reason) for m in result.marks] == [
         (at(9), "skipped", "too_late"), (at(10), "skipped", "too_late")]
 
 
@@ -114,8 +115,8 @@ def test_daily_key_on_an_hourly_schedule():
                   key_template=template)
     # Slots earlier today share today's key with the current slot; yesterday is one slot,
     # stood for by its first fire time.
-    assert result.runs == [PlannedRun(at(0, day=1), "2026-03-01", "catchup"),
-                           PlannedRun(at(12), "2026-03-02", "schedule")]
+    assert result.runs == [SlotRun("2026-03-01", at(0, day=1), "catchup"),
+                           SlotRun("2026-03-02", at(12), "schedule")]
     assert result.marks == []
 
 
@@ -123,13 +124,13 @@ def test_daily_key_representative_stays_inside_the_window():
     result = plan(last_seen=datetime(2026, 2, 28, 23, 30, tzinfo=UTC), policy="none",
                   key_template="%Y-%m-%d", window=24 * 3600)
     # 2026-03-01 12:00 is 24 h 5 s old: too late; 13:00 is the first inside the window.
-    assert result.marks == [Mark(at(13, day=1), "2026-03-01", "missed", None)]
+    assert result.marks == [Mark("2026-03-01", at(13, day=1), "missed", None)]
 
 
 def test_firing_that_maps_to_no_slot_falls_back_to_the_most_recent():
     result = plan(now=at(12, 20), last_seen=at(11, 0, day=2) + timedelta(seconds=3),
                   known=[key(at(11))], policy="none")
-    assert result.runs == [PlannedRun(at(12), key(at(12)), "catchup")]
+    assert result.runs == [SlotRun(key(at(12)), at(12), "catchup")]
     assert not result.matched and result.skew_seconds == 1200.0
     (warning,) = result.warnings
     assert "is 20m00s after the nearest fire time of '0 * * * *' in UTC" in warning
@@ -139,7 +140,7 @@ def test_firing_that_maps_to_no_slot_falls_back_to_the_most_recent():
 def test_fallback_slot_older_than_the_window_is_skipped():
     result = plan(now=at(12, 20), last_seen=None, window=600)
     assert result.runs == []
-    assert result.marks == [Mark(at(12), key(at(12)), "skipped", "too_late")]
+    assert result.marks == [Mark(key(at(12)), at(12), "skipped", "too_late")]
     assert any("older than --catchup-window" in w for w in result.warnings)
 
 
@@ -149,7 +150,7 @@ def test_zone_mismatch_still_runs_once_a_day():
     now = datetime(2026, 3, 2, 2, 0, 1, tzinfo=UTC)
     result = plan(shanghai, now, last_seen=now - timedelta(days=1), policy="none")
     (run,) = result.runs
-    assert run.slot.isoformat() == "2026-03-02T02:00:00+08:00" and run.trigger == "catchup"
+    assert run.scheduled_at.isoformat() == "2026-03-02T02:00:00+08:00" and run.trigger == "catchup"
     assert result.marks == []
 
 
@@ -158,7 +159,7 @@ def test_catchup_through_a_fall_back_night_keeps_both_slots():
     schedule = Schedule.parse("*/30 1 * * *", new_york, "America/New_York")
     now = datetime(2024, 11, 4, 1, 0, 2, tzinfo=new_york)
     result = plan(schedule, now, last_seen=datetime(2024, 11, 2, 12, tzinfo=UTC), policy="all")
-    assert [r.slot.isoformat() for r in result.runs] == [
+    assert [r.scheduled_at.isoformat() for r in result.runs] == [
         "2024-11-03T01:00:00-04:00", "2024-11-03T01:30:00-04:00",
         "2024-11-03T01:00:00-05:00", "2024-11-03T01:30:00-05:00",
         "2024-11-04T01:00:00-05:00"]
@@ -175,7 +176,7 @@ def test_long_outage_is_bounded():
     assert all(m.status == "missed" for m in result.marks)
     assert "more than 10000 older slots not listed (neither run nor recorded)" in result.warnings
     # the newest are the ones listed: the slot just before the current one is among them
-    assert result.marks[-1].slot == at(11, 59)
+    assert result.marks[-1].scheduled_at == at(11, 59)
     assert elapsed < 5.0, f"planning took {elapsed:.2f}s"
 
 
@@ -216,13 +217,14 @@ SETTLE = Schedule.parse("30 1 * * *", BERLIN, "Europe/Berlin")
 
 def test_manual_by_date():
     (run,) = plan_manual(SETTLE, date=date(2026, 10, 28), key_template=None)
-    assert run == PlannedRun(datetime(2026, 10, 28, 1, 30, tzinfo=BERLIN), "2026-10-28T00:30:00Z", "manual")
+    assert run == SlotRun("2026-10-28T00:30:00Z", datetime(2026, 10, 28, 1, 30, tzinfo=BERLIN),
+                          "manual")
     assert plan_manual(SETTLE, date="2026-10-28", key_template="%Y-%m-%d")[0].run_key == "2026-10-28"
 
 
 def test_manual_at():
     (run,) = plan_manual(SETTLE, at="2026-10-28 01:30", key_template=None)
-    assert run.slot.isoformat() == "2026-10-28T01:30:00+01:00" and run.trigger == "manual"
+    assert run.scheduled_at.isoformat() == "2026-10-28T01:30:00+01:00" and run.trigger == "manual"
     with pytest.raises(UsageError, match="^--at: .* is not a fire time"):
         plan_manual(SETTLE, at="2026-10-28 02:30", key_template=None)
 
@@ -243,15 +245,15 @@ def test_a_date_range_runs_every_slot_oldest_first():
     runs = plan_manual(SETTLE, date="2026-10-24..2026-10-26", key_template="%Y-%m-%d")
     assert [r.run_key for r in runs] == ["2026-10-24", "2026-10-25", "2026-10-26"]
     assert {r.trigger for r in runs} == {"manual"}
-    assert runs[1].slot.isoformat() == "2026-10-25T01:30:00+02:00"  # fall-back day, before 03:00
+    assert runs[1].scheduled_at.isoformat() == "2026-10-25T01:30:00+02:00"  # fall-back day, before 03:00
 
 
 def test_a_range_counts_slots_sharing_a_key_once():
     hourly = Schedule.parse("0 * * * *", BERLIN, "Europe/Berlin")
     per_day = plan_manual(hourly, date="2026-10-27..2026-10-28", key_template="%Y-%m-%d")
-    assert [(r.run_key, r.slot.hour) for r in per_day] == [("2026-10-27", 0), ("2026-10-28", 0)]
+    assert [(r.run_key, r.scheduled_at.hour) for r in per_day] == [("2026-10-27", 0), ("2026-10-28", 0)]
     every = plan_manual(hourly, at="2026-10-28 10:00..2026-10-28 12:00", key_template=None)
-    assert [r.slot.hour for r in every] == [10, 11, 12]  # both ends inclusive
+    assert [r.scheduled_at.hour for r in every] == [10, 11, 12]  # both ends inclusive
 
 
 def test_a_range_over_the_cap_is_refused_before_anything_runs():
