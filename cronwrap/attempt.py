@@ -1,5 +1,5 @@
 """One attempt at a claimed slot: capture and pass on the job's output, supervise it under its
-lease, then record how it ended (ARCHITECTURE.md, "one firing", steps 5-7).
+lease, then record how it ended (ARCHITECTURE.md §2 steps 6-7).
 
 Once the job has run, a failure to record its end never changes cronwrap's exit status: the
 result is retried, then spooled to the outbox for the next invocation on this host.

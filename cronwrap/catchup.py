@@ -1,5 +1,5 @@
 """Pure catch-up planning: a firing + its schedule + what the ledger knows + the policy
-become the runs to make and the slots to record (DESIGN §2.1 "Catch-up", issue 4).
+become the runs to make and the slots to record (ARCHITECTURE.md §2 step 4).
 
 No clock and no I/O: ``now`` is an argument, the ledger's knowledge comes in as
 ``last_seen`` and ``known_keys``, and the runner carries out the plan.

@@ -5,7 +5,7 @@ and normalised), so the option table in spec.py is the only list of settings. Va
 checked with each option's own parser when the file is loaded, so a typo fails every firing
 at once with the file, line and key, instead of the night the job needs the setting.
 
-Precedence (DESIGN §4): command line > environment (``CRONWRAP_<NAME>``) > ``[jobs.NAME]`` >
+Precedence (ARCHITECTURE.md §8): command line > environment (``CRONWRAP_<NAME>``) > ``[jobs.NAME]`` >
 ``[defaults]`` > built-in. The environment sits above the job's section: a variable set on a
 crontab line overrides a shared file. ``merge`` returns one mapping of option name to raw
 value in the shape ``spec.build_spec`` takes as ``given``, plus where each value came from.

@@ -1,5 +1,5 @@
 """One invocation's state and its collaborators, shared by the runner, one attempt and the
-dry run (ARCHITECTURE.md, "seams")."""
+dry run (ARCHITECTURE.md §5)."""
 
 from __future__ import annotations
 
@@ -20,12 +20,22 @@ if TYPE_CHECKING:
 
     from cronwrap.hooks import HookResult
     from cronwrap.ledger.base import Ledger
+    from cronwrap.locks import Lock
     from cronwrap.spec import JobSpec
+
+
+class LocalLock(Record):
+    """The firing's lock on this host: ``held`` (None under ``--lock none`` or ``--overlap
+    allow``), or ``busy``: another firing here holds it, and this one only records its skip."""
+
+    held: Lock | None
+    busy: bool
+    _defaults = dict(held=None, busy=False)
 
 
 class World(Record):
     """What a run needs from outside itself. ``open_ledger(inv)`` -> a Ledger (or raises
-    LedgerError); ``take_lock(inv)`` -> a lock, None (no lock), False (busy);
+    LedgerError); ``take_lock(inv)`` -> LocalLock;
     ``supervisor(spec, on_output, on_spawn, passthrough)`` -> an object with ``run()`` ->
     Outcome and ``request_stop(reason)``; ``run_hook(command, env, timeout)`` -> HookResult."""
 
@@ -34,7 +44,7 @@ class World(Record):
     sleep: Callable[[float], None]
     rng: Random
     open_ledger: Callable[[Invocation], Ledger]
-    take_lock: Callable[[Invocation], Any]
+    take_lock: Callable[[Invocation], LocalLock]
     supervisor: Callable[..., Any]
     run_hook: Callable[[str, dict[str, str], float], HookResult]
 

@@ -1,4 +1,4 @@
-"""The lease of a claimed run, renewed while its job runs (DESIGN §3 steps 4 and 5)."""
+"""The lease of a claimed run, renewed while its job runs (ARCHITECTURE.md §3 steps 4 and 5)."""
 
 from __future__ import annotations
 

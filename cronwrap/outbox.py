@@ -1,7 +1,7 @@
 """The local outbox: results that could not be recorded wait here for the next invocation.
 
-Once a job has run, a failure to record its end never changes cronwrap's exit status (DESIGN
-§3 step 6). The result is written to ``STATE/outbox/`` as one JSON file per run, and every
+Once a job has run, a failure to record its end never changes cronwrap's exit status
+(ARCHITECTURE.md §3 step 6). The result is written to ``STATE/outbox/`` as one JSON file per run, and every
 later invocation on this host delivers what is waiting before it claims anything. Delivery
 is conditioned like any finish on the claim (id, fence, job, run key, claimer): a slot taken
 over in the meantime keeps its new runner's record. Each entry names its ledger by a hash of

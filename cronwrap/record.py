@@ -1,7 +1,7 @@
 """``Record``: plain data with named, annotated fields, for modules on the hot ``run`` path.
 
 A dataclass generates and compiles its methods when the module is imported; fourteen of them
-cost several milliseconds of every cron firing (DESIGN §7 budget). A Record declares its fields
+cost several milliseconds of every cron firing (the budget: ARCHITECTURE.md §9). A Record declares its fields
 as class annotations (which cost nothing at run time under ``from __future__ import
 annotations``, and which a type checker reads), its defaults in ``_defaults``, and generates
 nothing. A class may still list its fields in ``__slots__`` instead.

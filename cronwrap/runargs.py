@@ -41,7 +41,7 @@ def run_command(args: list[str]) -> int:
 
 
 def with_config(given: dict, command: list[str]) -> tuple[dict, dict | None]:
-    """Command line > environment > [jobs.NAME] > [defaults] > built-in (DESIGN §4)."""
+    """Command line > environment > [jobs.NAME] > [defaults] > built-in (ARCHITECTURE.md §8)."""
     from cronwrap import config
 
     path = config.find_config(os.environ)

@@ -19,7 +19,7 @@ from cronwrap.attempt import Attempt, execute
 from cronwrap.errors import LedgerError
 from cronwrap.firing import (FiringPlan, Timing, history_since, is_manual,
                              needs_recorded_schedule, plan_firing, resolve_timing)
-from cronwrap.invocation import Invocation, World
+from cronwrap.invocation import Invocation, LocalLock, World
 from cronwrap.ledger import base
 from cronwrap.ledger.url import open_ledger
 from cronwrap.ledger.base import Claim, JobInfo, Reason, Run, SlotRun, Status, Trigger
@@ -67,12 +67,12 @@ def run(spec: JobSpec, environ: dict[str, str], now: float | None = None,
         inv.failpoint("after_connect")
         if timing is None:
             timing = inv.timing = resolve_timing(spec, environ, recorded_job(inv, ledger))
-        lock = world.take_lock(inv)
+        local = world.take_lock(inv)
         try:
-            return run_slots(inv, ledger, timing, lock)
+            return run_slots(inv, ledger, timing, local)
         finally:
-            if lock:
-                lock.release()
+            if local.held is not None:
+                local.held.release()
     finally:
         if ledger is not None:
             ledger.close()
@@ -123,11 +123,11 @@ def once_more(call: Callable[..., Any], *args: Any) -> Any:
         return call(*args)
 
 
-def take_lock(inv: Invocation) -> locks.Lock | None | bool:
-    """The local lock: the lock object, None for ``--lock none``, False when busy."""
+def take_lock(inv: Invocation) -> LocalLock:
+    """The firing's lock on this host, held or busy (none under ``--lock none``)."""
     spec = inv.spec
     if spec.lock == "none" or spec.overlap == "allow":
-        return None
+        return LocalLock()
     lock_dir = ensure_private_dir(inv.dirs.locks)
     if spec.lock_file:
         check_parent(spec.lock_file)
@@ -143,10 +143,10 @@ def take_lock(inv: Invocation) -> locks.Lock | None | bool:
         acquired = lock.try_acquire()
     if not acquired:
         lock.release()
-        return False
+        return LocalLock(busy=True)
     if lock.stale is not None:
         inv.event(Event.STALE_LOCK, lock_file=str(path), stale_pid=lock.stale.pid)
-    return lock
+    return LocalLock(held=lock)
 
 
 def history(inv: Invocation, ledger: base.Ledger | None
@@ -158,7 +158,7 @@ def history(inv: Invocation, ledger: base.Ledger | None
 
 
 def run_slots(inv: Invocation, ledger: base.Ledger | None, timing: Timing,
-              lock: locks.Lock | None | bool) -> int:
+              local: LocalLock) -> int:
     """Run each slot of the firing under the one lock (policy.firing_status, stops_here)."""
     try:
         plan = plan_firing(inv.spec, timing, inv.now, history(inv, ledger))
@@ -167,10 +167,10 @@ def run_slots(inv: Invocation, ledger: base.Ledger | None, timing: Timing,
         ledger = unreachable(inv, exc)
         plan = plan_firing(inv.spec, timing, inv.now, None)
         announce(inv, None, plan)
-    slots = plan.slots if lock is not False else plan.slots[-1:]  # busy: record its own skip
+    slots = plan.slots[-1:] if local.busy else plan.slots  # busy: record its own skip
     statuses = []
     for slot in slots:
-        status, failed = run_slot(inv, ledger, slot, lock)
+        status, failed = run_slot(inv, ledger, slot, local)
         statuses.append(status)
         if policy.stops_here(inv.spec, failed):
             break
@@ -199,19 +199,19 @@ def record_marks(inv: Invocation, ledger: base.Ledger, marks: Sequence[Mark]) ->
 
 
 def run_slot(inv: Invocation, ledger: base.Ledger | None, slot: SlotRun,
-             lock: locks.Lock | None | bool) -> tuple[int, bool]:
+             local: LocalLock) -> tuple[int, bool]:
     """Run a slot, retrying transient failures with backoff, then tell hooks and pings.
     Returns cronwrap's exit status for it, and whether it ran and did not succeed."""
-    attempt = claim_and_execute(inv, ledger, slot, lock)
-    if isinstance(attempt, int):
-        return attempt, False  # nothing ran: a skip
+    attempt = claim_and_execute(inv, ledger, slot, local)
+    if attempt is None:
+        return inv.spec.skip_exit_code, False  # nothing ran: a skip
     first = attempt.run.attempt
     while (delay := retry_delay(inv, attempt, first)) is not None:
         inv.event(Event.RETRY, run=attempt.run, status=attempt.result.status,
                   exit_code=attempt.exit_status, delay_s=round(delay, 3))
         inv.world.sleep(delay)
-        again = claim_and_execute(inv, ledger, slot, lock, retry_of=attempt.run.attempt)
-        if isinstance(again, int):
+        again = claim_and_execute(inv, ledger, slot, local, retry_of=attempt.run.attempt)
+        if again is None:
             break  # the slot was taken in the meantime (another host retried it)
         attempt = again
     after_slot(inv, ledger, attempt)
@@ -275,11 +275,10 @@ def failure_streak(inv: Invocation, ledger: base.Ledger | None) -> int:
 
 
 def claim_and_execute(inv: Invocation, ledger: base.Ledger | None, slot: SlotRun,
-                      lock: locks.Lock | None | bool, retry_of: int | None = None
-                      ) -> Attempt | int:
-    """Claim and run the slot (an Attempt), or record why not (cronwrap's exit status)."""
+                      local: LocalLock, retry_of: int | None = None) -> Attempt | None:
+    """Claim and run the slot (an Attempt), or record why not (None)."""
     try:
-        if ledger is not None and lock is False:
+        if ledger is not None and local.busy:
             return skip(inv, once_more(ledger.record_skip, inv.request(slot), Reason.OVERLAP),
                         slot)
         inv.failpoint("before_claim")
@@ -287,13 +286,13 @@ def claim_and_execute(inv: Invocation, ledger: base.Ledger | None, slot: SlotRun
         inv.failpoint("after_claim")
     except LedgerError as exc:
         ledger = claim = unreachable(inv, exc)
-    if lock is False:
+    if local.busy:
         return skip(inv, Claim(run=None, skip_reason=Reason.OVERLAP), slot)
     if claim is None:
         claim = Claim(run=unrecorded_run(inv, slot))
     elif claim.run is None:
         return skip(inv, claim, slot)
-    return execute(inv, ledger, claim, lock or None)
+    return execute(inv, ledger, claim, local.held)
 
 
 def unrecorded_run(inv: Invocation, slot: SlotRun) -> Run:
@@ -333,7 +332,7 @@ def ours(inv: Invocation, claim: Claim) -> Claim:
     return claim
 
 
-def skip(inv: Invocation, claim: Claim, slot: SlotRun) -> int:
+def skip(inv: Invocation, claim: Claim, slot: SlotRun) -> None:
     reason = claim.skip_reason
     blocking = claim.blocking
     fields: dict[str, Any] = {"status": Status.SKIPPED, "skip_reason": reason}
@@ -350,4 +349,3 @@ def skip(inv: Invocation, claim: Claim, slot: SlotRun) -> int:
                 f"(pid {blocking.pid}); skipped ({reason}).")
     else:
         inv.say(f"{inv.spec.name}: another run holds the lock; skipped ({reason}).")
-    return inv.spec.skip_exit_code

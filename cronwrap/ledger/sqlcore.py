@@ -1,4 +1,4 @@
-"""The claim protocol of DESIGN §3, written once over named SQL blocks.
+"""The claim protocol of ARCHITECTURE.md §3, written once over named SQL blocks.
 
 A dialect (sqlite.py, postgres.py) supplies the connection, the transaction, the clock and
 the conversion of times; this class holds the logic, as procrastinate's JobManager does.
@@ -207,7 +207,7 @@ class SqlLedger(ABC):
 
     @staticmethod
     def _owner(run: Run) -> dict[str, Any]:
-        """What a later update of a claimed row must match (DESIGN §3 step 4)."""
+        """What a later update of a claimed row must match (ARCHITECTURE.md §3 step 4)."""
         return dict(id=run.run_id, fence=run.fence, job=run.job, run_key=run.run_key,
                     host=run.host, pid=run.pid, pid_start=run.pid_start)
 

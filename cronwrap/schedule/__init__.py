@@ -6,7 +6,7 @@ time is an argument and every result is a timezone-aware datetime in the schedul
 
 cronsim parses the expression and decides which *days* match (its day-of-month/day-of-week
 rules follow Debian cron). Turning a day's wall-clock fire times into instants is done here,
-by cronie's DST rules (DESIGN §2.6), because cronsim's own aware-datetime iteration gets
+by cronie's DST rules (ARCHITECTURE.md §7), because cronsim's own aware-datetime iteration gets
 some edges wrong (measured with cronsim 2.8 against tests/unit/cron_reference.py):
 
 * a fixed-time job asked for its next time from the *second* 02:10 of a fall-back night

@@ -24,7 +24,7 @@ _HALF_YEAR = 182 * DAY
 
 
 class DstNote(Frozen):
-    """A DST change that skips or repeats fire times of a schedule (DESIGN §2.6).
+    """A DST change that skips or repeats fire times of a schedule (ARCHITECTURE.md §7).
 
     ``hit``: the schedule's wall times (naive, whole minutes, ascending) that the change
     skips (``transition.forward``) or repeats. By cronie's rules a fixed-time schedule runs

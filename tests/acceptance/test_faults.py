@@ -343,7 +343,7 @@ def test_a_claim_committed_but_unacknowledged_still_runs_the_job_once(cw, home, 
 def test_postgres_frozen_mid_run_ends_the_job_within_its_lease(cw, home, proxied, tmp_path):
     """A ledger that stops answering (connection open, no reply, as a hung server or proxy
     looks to the client): the job is ended once its lease must have expired by the wrapper's
-    own clock (DESIGN §3 step 5), since another host may already have taken the slot over."""
+    own clock (ARCHITECTURE.md §3 step 5), since another host may already have taken the slot over."""
     proxy, dsn = proxied
     ready = tmp_path / "ready"
     runner = cw.popen("run", "-n", "fz", "--db", dsn, "--lease", "1", "--", "sh", "-c",

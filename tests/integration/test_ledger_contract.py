@@ -1,4 +1,4 @@
-"""The ledger contract (DESIGN §3), run on every back end with one injected clock."""
+"""The ledger contract (ARCHITECTURE.md §3), run on every back end with one injected clock."""
 
 from __future__ import annotations
 

@@ -295,7 +295,7 @@ def test_precedence_across_all_five_levels(tmp_path):
 
 
 def test_the_environment_overrides_the_jobs_own_section(tmp_path):
-    # The subtlety: a job section is more specific, yet DESIGN ranks the environment above it.
+    # The subtlety: a job section is more specific, yet ARCHITECTURE.md §8 ranks the environment above it.
     config = load_config(write(tmp_path, FIVE_LEVELS))
     merged = merge({}, {"CRONWRAP_SIGNAL": "TERM"}, config, "settle")
     assert merged.values["signal"] == "TERM"

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 import pytest
 
 from cronwrap import runner
+from cronwrap.invocation import LocalLock
 from cronwrap.hooks import HookResult
 from cronwrap.ledger.base import Reason, Status
 from cronwrap.ledger.sqlite import SqliteLedger
@@ -66,7 +67,7 @@ class Fake:
         return runner.World(
             clock=lambda: self.now, monotonic=lambda: self.now, sleep=self.sleeps.append,
             rng=random.Random(7), open_ledger=lambda inv: self.ledger,
-            take_lock=lambda inv: None, run_hook=run_hook,
+            take_lock=lambda inv: LocalLock(), run_hook=run_hook,
             supervisor=lambda *args: FakeSupervisor(self, *args))
 
     def fire(self, tmp_path, *options: str) -> int:

@@ -54,7 +54,7 @@ def linted_dst(expr: str, zone: str) -> list[tuple[str, bool]]:
 def reference_dst(expr: str, zone: str) -> list[tuple[str, bool]]:
     """The same from the brute-force reference: local dates on which a wall minute the
     schedule matches does not exist or exists twice. Schedules firing every hour with a '*'
-    minute or hour just follow real time, so nothing is said about them (DESIGN §2.6)."""
+    minute or hour just follow real time, so nothing is said about them (ARCHITECTURE.md §7)."""
     fields = CronFields(schedule.expand(expr))
     if not fields.fixed and len(fields.hours) == 24:
         return []
