@@ -1,4 +1,4 @@
-"""The rows of bench/run.py for many jobs and hosts on one PostgreSQL (DESIGN §7, issue 13):
+"""The rows of bench/run.py for many jobs and hosts on one PostgreSQL (issue 13):
 
 - ``connections``: N real ``cronwrap run -- sleep S`` started together under a role limited
   to 4 server connections;

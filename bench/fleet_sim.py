@@ -10,7 +10,7 @@ child that runs cronwrap's own ``cli.main(["run", "-n", JOB, "--lease", L, "--",
 with the simulated host's environment (CRONWRAP_HOME, CRONWRAP_HOST, CRONWRAP_DB): the whole
 ``cronwrap run`` — parser, lock, ledger, claim, the job as a real child process, heartbeats,
 finish, outbox, run log — less the interpreter's start-up and imports, which are most of a
-firing's CPU (DESIGN §6: psycopg alone is ~100 ms). A 2-core machine can fork ~1,000 of
+firing's CPU (psycopg's import alone is ~100 ms: ARCHITECTURE.md §9). A 2-core machine can fork ~1,000 of
 these a minute; it cannot exec that many. The server stays single-threaded (it forks), reaps
 children with wait4 and appends one JSON line per firing to OUT:
 
@@ -47,7 +47,7 @@ from cronwrap.errors import LedgerError
 from cronwrap.ledger.base import ClaimRequest, Finish, JobInfo
 from cronwrap.ledger.postgres import PostgresLedger
 
-DB_WAIT = 60.0  # --db-wait's default (DESIGN §2.1), passed on if the ledger takes it
+DB_WAIT = 60.0  # --db-wait's default, passed on if the ledger takes it
 
 
 class Output:

@@ -1,4 +1,4 @@
-"""The stdlib-only reference wrapper of DESIGN §6: the floor for any Python wrapper.
+"""The stdlib-only reference wrapper: the floor for any Python wrapper.
 
 fcntl.flock on a lock file + one sqlite3 row inserted + subprocess of the command + the row
 updated. Usage: python floor_wrapper.py DIR COMMAND [ARG…]

@@ -1,4 +1,4 @@
-"""Build a big ledger for the ``status`` measurement of bench/run.py (DESIGN §7: 1,000,000 runs,
+"""Build a big ledger for the ``status`` measurement of bench/run.py (the status budget, bench/README.md: 1,000,000 runs,
 500 jobs), straight into the back end's tables.
 
     python ledger_data.py sqlite PATH JOBS RUNS NOW

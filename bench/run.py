@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Measure cronwrap against the budgets of DESIGN §7, side by side with flock + timeout.
+"""Measure cronwrap against the budgets listed in bench/README.md, side by side with flock + timeout.
 
     python3 bench/run.py [--quick] [--only NAME…] [--rebuild]
 
@@ -778,7 +778,7 @@ class Bench:
                  f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
                  f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, by `python3 bench/run.py"
                  + (" --quick" if self.quick else "") + "`.", "",
-                 "| what | measured | budget (DESIGN §7) | verdict |", "|---|---|---|---|"]
+                 "| what | measured | budget | verdict |", "|---|---|---|---|"]
         lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in self.rows]
         if self.loads:
             lines += ["", "Load average (1 min) when each measurement began: "

@@ -16,6 +16,7 @@ import signal
 import threading
 import time
 
+from cronwrap import procs
 from cronwrap.errors import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SIGNAL_BASE, UsageError
 from cronwrap.record import Record
 from cronwrap.redact import url as redact
@@ -41,17 +42,34 @@ class HookResult(Record):
         return self.exit_code == 0 and not self.timed_out
 
 
+# What a hook sees on top of the job's own variables (jobenv.JOB_VARIABLES): the registry the
+# docs are made from. hook_env sets them, in this order; CRONWRAP_ALERT only when given.
+HOOK_VARIABLES = {
+    "CRONWRAP_STATUS": "the run's status: `succeeded`, `failed`, `timeout` or `killed`",
+    "CRONWRAP_EXIT_CODE": "the status cronwrap exits with for the run (the job's own; 124, or "
+                          "137 when KILL was needed, after a timeout; 128+*N* after signal "
+                          "*N*); empty when unknown",
+    "CRONWRAP_DURATION_MS": "how long the run took, in milliseconds; empty when unknown",
+    "CRONWRAP_OUTPUT_TAIL": f"the last {TAIL_BYTES // 1024} KiB of the job's output, as text, "
+                            "NUL bytes removed",
+    "CRONWRAP_ALERT": "only under `--alert-after` greater than 1: `failing` (the *N*th failure "
+                      "in a row and every further one) or `recovered` (the first success after "
+                      "such a streak)",
+}
+
+
 def hook_env(run_env: dict[str, str], status: str, exit_code: int | None,
-             duration_ms: int | float | None, output_tail: str | bytes | None) -> dict[str, str]:
-    """The job's environment (DESIGN §2.3) plus what a hook needs to know about the run.
-    Unknown values are empty strings; the output tail is cut to its last 4 KiB, NULs removed
-    (an environment string cannot hold one)."""
-    env = dict(run_env)
-    env["CRONWRAP_STATUS"] = status
-    env["CRONWRAP_EXIT_CODE"] = "" if exit_code is None else str(exit_code)
-    env["CRONWRAP_DURATION_MS"] = "" if duration_ms is None else str(int(duration_ms))
-    env["CRONWRAP_OUTPUT_TAIL"] = tail_text(output_tail or b"", TAIL_BYTES).replace("\0", "")
-    return env
+             duration_ms: int | float | None, output_tail: str | bytes | None,
+             alert: str | None = None) -> dict[str, str]:
+    """The job's environment (jobenv.JOB_VARIABLES) plus HOOK_VARIABLES for the run. Unknown
+    values are empty strings; the output tail is cut to its last 4 KiB, NULs removed (an environment
+    string cannot hold one)."""
+    values = (status, "" if exit_code is None else str(exit_code),
+              "" if duration_ms is None else str(int(duration_ms)),
+              tail_text(output_tail or b"", TAIL_BYTES).replace("\0", ""))
+    if alert:
+        values += (alert,)
+    return {**run_env, **dict(zip(HOOK_VARIABLES, values))}
 
 
 def tail_text(data: str | bytes, limit: int) -> str:
@@ -68,15 +86,15 @@ def tail_text(data: str | bytes, limit: int) -> str:
 
 def run_hook(command: str, env: dict[str, str], timeout: float) -> HookResult:
     """Run ``/bin/sh -c command`` in a session of its own, stdin from /dev/null, stdout and
-    stderr captured (last 4 KiB kept). At ``timeout`` seconds (0: none) its process group gets
-    TERM, and KILL 2 s later. Never raises."""
+    stderr captured (last 4 KiB kept). At ``timeout`` seconds (0: none) its tree (procs.Tree:
+    its session and their descendants) gets TERM and CONT, and KILL 2 s later. What it leaves
+    running after exiting by itself is left alone. Never raises."""
     import subprocess
 
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True, close_fds=True)
+        proc = procs.spawn(["/bin/sh", "-c", command], env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the command or environment
         code = EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_NOT_EXECUTABLE
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -85,7 +103,7 @@ def run_hook(command: str, env: dict[str, str], timeout: float) -> HookResult:
     try:
         watch.collect()
     except Exception as exc:  # a bug here must not become the job's failure: end the hook
-        _signal_group(proc.pid, signal.SIGKILL)
+        watch.tree.signal(signal.SIGKILL)
         watch.tail += f"\ncronwrap: hook supervision failed: {type(exc).__name__}: {exc}".encode()
         proc.poll()
     finally:
@@ -104,6 +122,7 @@ class _HookWatch:
 
     def __init__(self, proc, deadline: float | None) -> None:
         self.proc, self.deadline = proc, deadline
+        self.tree = procs.Tree(procs.identify(proc.pid), group=True)
         self.tail = bytearray()
         self.timed_out = False
         self.kill_at: float | None = None
@@ -126,6 +145,7 @@ class _HookWatch:
     def _done(self, eof: bool) -> bool:
         now = time.monotonic()
         if self.proc.poll() is not None:
+            self.tree.group = False  # reaped: its PID, the group's ID, may be reused
             if eof:
                 return True
             if self.give_up_at is None:  # leftover children may hold the pipe open
@@ -133,10 +153,11 @@ class _HookWatch:
             return now >= self.give_up_at
         if self.deadline is not None and now >= self.deadline and not self.timed_out:
             self.timed_out, self.kill_at = True, now + KILL_GRACE
-            _signal_group(self.proc.pid, signal.SIGTERM)
+            self.tree.signal(*procs.first_signals(signal.SIGTERM))
         elif self.kill_at is not None and now >= self.kill_at:
-            _signal_group(self.proc.pid, signal.SIGKILL)
             self.kill_at, self.give_up_at = None, now + 1.0
+        if self.give_up_at is not None:  # past KILL_GRACE: at every pass, until it is gone
+            self.tree.signal(signal.SIGKILL)
         return self.give_up_at is not None and now >= self.give_up_at
 
     def _next_wait(self) -> float:
@@ -163,13 +184,6 @@ class _HookWatch:
             self.proc.wait(timeout=max(wait, 0.01))
         except subprocess.TimeoutExpired:
             pass
-
-
-def _signal_group(pgid: int, signum: int) -> None:
-    try:
-        os.killpg(pgid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass  # the group is already gone
 
 
 # -- pings -------------------------------------------------------------------------------------

@@ -12,19 +12,22 @@ if TYPE_CHECKING:
 
 JOB_VARIABLES = {
     "CRONWRAP_JOB": "the job name",
-    "CRONWRAP_RUN_ID": "the ledger id of this run (as in `history`, `logs`); 0 for an "
-                      "unrecorded run",
-    "CRONWRAP_RUN_KEY": "the slot's run key, e.g. `2026-10-28T01:30:00Z`, or `--key` applied "
-                        "to the slot",
-    "CRONWRAP_SCHEDULED_AT": "the slot's original time, ISO 8601 with offset, in the "
-                             "schedule's zone (without `--schedule`: the firing's minute in the "
-                             "local zone, `TZ`) — never the time a catch-up or manual run started",
+    "CRONWRAP_RUN_ID": "the ledger id of this run, as `history` and `logs` show it; 0 for a run "
+                       "the ledger does not record (`--on-db-error run-unrecorded`)",
+    "CRONWRAP_RUN_KEY": "the slot's run key: its instant in UTC (`2026-10-28T01:30:00Z`), or "
+                        "`--key` applied to it; without `--schedule`, the minute the firing "
+                        "fell in",
+    "CRONWRAP_SCHEDULED_AT": "the slot's time, ISO 8601 with offset, in the schedule's zone "
+                             "(without `--schedule`: the firing's minute in the local zone). A "
+                             "catch-up or manual run gets its slot's original time, never the "
+                             "time it started",
     "CRONWRAP_BIZ_DATE": "the date of `CRONWRAP_SCHEDULED_AT`, `YYYY-MM-DD`",
-    "CRONWRAP_ATTEMPT": "1, 2, …: how often this slot has been claimed (retries, takeovers and "
-                        "`--force` count)",
-    "CRONWRAP_TRIGGER": "`schedule` (a firing for its own slot), `catchup` (a missed slot, or a "
-                        "firing that matched no slot) or `manual` (`--date`, `--at`)",
-    "CRONWRAP_FENCE": "a fencing token that strictly increases with every claim of the job: "
+    "CRONWRAP_ATTEMPT": "1, 2, ...: how many times this slot has been claimed (a retry, a "
+                        "takeover and a `--force` re-run count)",
+    "CRONWRAP_TRIGGER": "why the run started: `schedule` (a firing, for its own slot), "
+                        "`catchup` (a missed slot run late, or a firing that matched no slot) "
+                        "or `manual` (`--date`, `--at`)",
+    "CRONWRAP_FENCE": "a fencing token: it strictly increases with every claim of this job, so "
                       "downstream writes can reject a smaller one (0 for an unrecorded run)",
     "CRONWRAP_HOST": "the host identity used in the ledger (`--host`)",
 }

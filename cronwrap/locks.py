@@ -119,6 +119,18 @@ def open_lock_file(path: Path) -> int:
     return open_private(path, os.O_RDONLY | os.O_CREAT, single_link=True)
 
 
+# Not filelock's FileLock (checked with 4.3.2, what the package index gives; its soft locks need
+# >= 4.2.1 for GHSA-fq56-3cx3-fjxp): it opens the lock file O_RDWR, so a job's own read-only
+# script cannot be locked by its owner (PermissionError as uid 65534 on a 0555 script, where
+# this open + flock succeeds); its descriptor is close-on-exec and private
+# (``_context.lock_file_fd``), and a locker SIGKILLed while its child ran left the lock free
+# under that child, where this lock must be held by the job's whole tree; on a file system
+# without flock it falls back to SoftFileLock, which writes its marker over the lock file (see
+# PidLock). And importing filelock on every firing took ``run -- true`` from 60.7 to 96.8 ms
+# median (40 interleaved firings; 1.51x to 2.42x the stdlib floor, over the 1.5x budget of
+# ARCHITECTURE.md §9).
+# ``filelock.lock_descriptor(fd)``, which locks a caller's descriptor, is this one
+# fcntl.flock call behind that import.
 class FlockLock:
     """Held while the wrapper or any process of the job that inherited ``fd`` lives."""
 
@@ -158,6 +170,15 @@ class FlockLock:
             self.fd = -1
 
 
+# Not filelock's SoftFileLock (4.3.2): its marker is the file at the lock path, so on the
+# job's own script it waited 2 s, judged the script a malformed marker and replaced it with
+# "PID\nHOST\nSTART" (observed); cronwrap never writes a lock file. Kept in cronwrap's holder
+# directory instead, it would still not be this lock: its marker names one process, so after
+# a SIGKILL of the holder's wrapper a second holder got it in 0.01 s while the job ran on
+# (observed), where this lock is held while the wrapper *or* its job lives; it breaks a stale
+# marker silently, where a takeover must be logged with the holder it replaced; and its
+# import costs 36 ms per firing (above). Its identity rules match ours (PID + start time + boot
+# ID; another PID namespace counts as alive).
 class PidLock:
     """The holder record is the lock, checked and written under a brief flock for atomicity."""
 
@@ -230,34 +251,21 @@ def acquire_waiting(lock: Lock, wait: float, monotonic=time.monotonic) -> bool:
 def replace_holder(lock: Lock, sig: int, grace: float) -> bool:
     """End the running instance (its wrapper forwards ``sig`` to its tree), then take the lock.
 
-    After ``grace`` seconds the holder's wrapper and its job's process group get KILL. A
-    holder this host cannot check (another PID namespace) is waited for, never signalled.
+    After ``grace`` seconds the holder's wrapper and its job's tree get KILL, until none of it
+    is left (or ``grace`` more has passed). A holder this host cannot check (another PID
+    namespace) is waited for, never signalled.
     """
     holder = lock.holder()
     if holder is not None and holder.alive(lock.here) and \
             lock.here.same_namespace(holder.boot_id, holder.pid_ns):
-        _signal(holder.pid, holder.start, sig)
+        wrapper = procs.ProcessId(holder.pid, holder.start)
+        procs.send(wrapper, sig)
         if acquire_waiting(lock, grace):
             return True
-        _signal(holder.pid, holder.start, signal.SIGKILL)
-        if procs.is_alive(holder.job_pid, holder.job_start):
-            _killpg(holder.job_pid, signal.SIGKILL)
+        job = procs.ProcessId(holder.job_pid, holder.job_start)
+        # One look while the wrapper lives finds the orphans it adopted as subreaper too.
+        procs.Tree(job, root=wrapper, with_root=True).end(signal.SIGKILL, 0, give_up=grace)
     return acquire_waiting(lock, max(grace, 5.0))
-
-
-def _signal(pid: int, start: int, sig: int) -> None:
-    if procs.is_alive(pid, start):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
 
 
 # -- cronwrap unlock: who holds a lock, and releasing one whose holder is gone --------------

@@ -250,9 +250,7 @@ def after_slot(inv: Invocation, ledger: base.Ledger | None, attempt: Attempt) ->
     from cronwrap import hooks
 
     env = hooks.hook_env(attempt.env, result.status, attempt.exit_status, result.duration_ms,
-                         result.error_tail)
-    if alert:
-        env["CRONWRAP_ALERT"] = alert
+                         result.error_tail, alert)
     outcome = inv.world.run_hook(hook, env, spec.hook_timeout)
     inv.event(Event.HOOK, run=attempt.run,
               hook="on-success" if hook == spec.on_success else "on-failure", alert=alert,

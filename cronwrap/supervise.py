@@ -1,18 +1,19 @@
 """Run one job: spawn it, stream its output, and end its whole process tree like GNU ``timeout``.
 
-Why it is built this way (DESIGN.md section 6, "Killing a tree"):
+Why it is built this way (ARCHITECTURE.md §6, "Killing a tree"):
 
 - The wrapper makes itself a child subreaper for the length of ``run()``, so every orphan of
-  the job re-parents to the wrapper instead of PID 1. "The job" is then exactly "every descendant of
-  the wrapper", found by walking /proc — which catches grandchildren that called setsid(),
-  the ones ``os.killpg`` misses. A side effect to know about: while ``run()`` is supervising,
-  it reaps *every* child of the wrapper process, so the caller must not run other children of
-  its own at the same time.
+  the job re-parents to the wrapper instead of PID 1. "The job" is then "every descendant of
+  the wrapper" (procs.Tree) — which catches grandchildren that called setsid(), the ones
+  ``os.killpg`` misses. A side effect to know about: while ``run()`` is supervising, it reaps
+  *every* child of the wrapper process, so the caller must not run other children of its own
+  at the same time. Where the OS has no subreaper (macOS, the BSDs), the job's session is what
+  finds the orphans of an exited shell, and leftovers are looked for in the process table.
 - One poll loop waits on the main process (a pidfd), the two output pipes and a self-pipe that
   signals and ``request_stop()`` write to. Pipe EOF never decides that the job ended: a
   grandchild that keeps stdout open must not delay a timeout.
-- Signals go through a pidfd opened after a start-time check, so a PID recycled between the
-  /proc walk and the kill is never hit.
+- Spawning, the tree, signals (each checked against the process that was seen) and reaping
+  are procs.py's; this module decides when.
 
 Only light stdlib modules are imported here; ``subprocess`` and ``ctypes`` are imported when a
 job is actually spawned, so that ``status`` and friends do not pay for them.
@@ -20,7 +21,6 @@ job is actually spawned, so that ``status`` and friends do not pay for them.
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import math
 import os
@@ -28,8 +28,7 @@ import select
 import signal
 import threading
 import time
-from cronwrap.record import TYPE_CHECKING, Record
-
+from cronwrap import procs
 from cronwrap.errors import (
     EXIT_KILLED,
     EXIT_NOT_EXECUTABLE,
@@ -37,6 +36,7 @@ from cronwrap.errors import (
     EXIT_SIGNAL_BASE,
     EXIT_TIMEOUT,
 )
+from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -57,15 +57,13 @@ FORWARDED_SIGNALS = tuple(
         signal.SIGUSR2, signal.SIGALRM, signal.SIGABRT, getattr(signal, "SIGSTKFLT", None),
         signal.SIGXCPU, signal.SIGVTALRM, signal.SIGPROF, signal.SIGIO,
         getattr(signal, "SIGPWR", None), signal.SIGSYS,
-        *range(signal.SIGRTMIN, signal.SIGRTMAX + 1),
+        *range(getattr(signal, "SIGRTMIN", 0), getattr(signal, "SIGRTMAX", -1) + 1),
     ) if sig is not None
 )
 # Job control must not stop the wrapper while its job (in a session of its own) runs on
 # unsupervised: caught and ignored (a caught signal is reset to its default in the job at exec).
 IGNORED_SIGNALS = (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
 
-_PR_SET_CHILD_SUBREAPER = 36
-_PR_GET_CHILD_SUBREAPER = 37
 _PIPE_SIZE = 1 << 20  # big pipe + big reads: ~1000 syscalls per GiB, no per-line work
 _READ_SIZE = 1 << 20
 # SIGCHLD only wakes the loop, so that orphans re-parented to us are reaped as they die and
@@ -76,12 +74,7 @@ _IDLE_TICK = 1.0  # reaping safety net when no SIGCHLD arrives (run() outside th
 _STOP_BYTE = b"\0"  # written to the self-pipe by request_stop(); no signal has number 0
 
 
-class JobProcess(Record):
-    """The spawned main process; PID plus start time identify it even after the PID is reused.
-
-    start_time: /proc/<pid>/stat field 22, clock ticks since boot."""
-
-    __slots__ = ("pid", "start_time")
+JobProcess = procs.ProcessId  # the spawned main process, as on_spawn gets it
 
 
 class SuperviseSpec(Record):
@@ -121,7 +114,7 @@ class Outcome(Record):
     _factories = dict(forwarded=list)
 
     def exit_status(self, preserve_status: bool = False) -> int:
-        """The status ``cronwrap run`` exits with (DESIGN.md 2.4, GNU ``timeout``)."""
+        """The status ``cronwrap run`` exits with (README, "Exit statuses"; GNU ``timeout``)."""
         if self.spawn_error is not None:
             return self.exit_code if self.exit_code is not None else EXIT_NOT_EXECUTABLE
         if self.timed_out and not preserve_status:
@@ -152,12 +145,14 @@ class Supervisor:
         self._stop_lock = threading.Lock()
         self._stop_reason: str | None = None
         self._wakeup_write: int | None = None  # guarded by _stop_lock
+        self._subreaper = False  # orphans of the job re-parent to the wrapper (set by run())
         self._reset_run_state()
 
     def _reset_run_state(self) -> None:
         self._proc: Popen[bytes] | None = None
         self._pidfd: int | None = None
         self._main_pid = 0
+        self._tree: procs.Tree | None = None
         self._main_status: int | None = None
         self._pipes: dict[int, int] = {}  # read end -> the job's fd number (1 or 2)
         self._ending = False  # the first signal went to the tree
@@ -175,13 +170,14 @@ class Supervisor:
 
     def run(self) -> Outcome:
         """Run the job to the end of its whole tree. Call from the main thread."""
-        wakeup_read, wakeup_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        wakeup_read, wakeup_write = procs.pipe(nonblock=True)
         with self._stop_lock:
             self._wakeup_write = wakeup_write
         # Before the subreaper: the sentinel must not become one of our children.
         self._sentinel = _start_sentinel(self.spec)
         try:
-            with _SignalsToPipe(wakeup_write), _Subreaper():
+            with _SignalsToPipe(wakeup_write), procs.Subreaper() as subreaper:
+                self._subreaper = subreaper.active
                 return self._run_with_wakeup(wakeup_read)
         finally:
             if self._sentinel is not None:
@@ -213,7 +209,7 @@ class Supervisor:
             return spawn_failure
         try:
             if self._on_spawn is not None:
-                self._on_spawn(JobProcess(self._main_pid, _start_time(self._main_pid) or 0))
+                self._on_spawn(self._tree.leader)
             self._check_stop_request()  # request_stop() may have come before the spawn
             self._supervise(wakeup_read, started)
         except BaseException:
@@ -228,8 +224,10 @@ class Supervisor:
         out_read, out_write = _output_pipe()
         err_read, err_write = _output_pipe()
         self._pipes = {out_read: 1, err_read: 2}
+        spec = self.spec
         try:
-            self._proc = _popen(self.spec, out_write, err_write)
+            self._proc = procs.spawn(spec.argv, spec.env, stdout=out_write, stderr=err_write,
+                                     cwd=spec.cwd, pass_fds=spec.pass_fds)
         except OSError as exc:
             self._close_job_fds()
             return _spawn_failure(self.spec, exc)
@@ -240,12 +238,11 @@ class Supervisor:
             os.close(out_write)
             os.close(err_write)
         self._main_pid = self._proc.pid
+        main = procs.identify(self._main_pid)
+        self._tree = procs.Tree(main, root=procs.ProcessId(os.getpid(), 0), group=True)
         if self._sentinel is not None:
-            self._sentinel.job(self._main_pid)
-        try:
-            self._pidfd = os.pidfd_open(self._main_pid)
-        except OSError:
-            self._pidfd = None  # old kernel or seccomp: fall back to ticking waitpid()
+            self._sentinel.job(main)
+        self._pidfd = procs.open_pidfd(self._main_pid)  # None: fall back to ticking waitpid()
         return None
 
     def _supervise(self, wakeup_read: int, started: float) -> None:
@@ -340,7 +337,7 @@ class Supervisor:
             # gone, its leftovers get orphan_grace like any other leftovers.
             self._schedule_kill(self.spec.kill_after or self.spec.orphan_grace)
             return True
-        self._orphans = len(_live_descendants())
+        self._orphans = len(self._tree.members())
         if self.spec.leave_orphans:
             self._done = True
             return False
@@ -378,10 +375,7 @@ class Supervisor:
         """First signal to the tree, then KILL after ``grace`` (0 = no KILL scheduled)."""
         if not self._ending:
             self._ending = True
-            first = self.spec.signal
-            # A stopped process cannot act on TERM; GNU timeout sends CONT after it as well.
-            wake = () if first in (signal.SIGKILL, signal.SIGCONT) else (signal.SIGCONT,)
-            self._signal_tree(first, *wake)
+            self._signal_tree(*procs.first_signals(self.spec.signal))
         self._schedule_kill(grace)
 
     def _schedule_kill(self, grace: float) -> None:
@@ -389,47 +383,31 @@ class Supervisor:
             self._kill_at = time.monotonic() + grace
 
     def _signal_tree(self, *signums: int) -> None:
-        """Send each signal to the job's process group and to every descendant, once each.
-
-        The walk comes first and the group kill second, so that a process forked in between
-        still gets the signal through its group; members of the group are skipped in the walk
-        because a job that traps TERM must see it once, not twice.
-        """
-        descendants = _live_descendants()
-        group = self._main_pid if self._main_status is None else None
-        for signum in signums:
-            if group is not None:
-                # The main process is not reaped yet, so its PID (the group id) cannot be reused.
-                _ignore_gone(os.killpg, group, signum)
-            for pid, pgid, start_time in descendants:
-                if pgid != group:
-                    _send_signal(pid, start_time, signum)
+        """Each signal once to the whole tree (procs.Tree.signal)."""
+        if self._tree is not None:
+            self._tree.signal(*signums)
 
     def _kill_remaining(self) -> None:
-        descendants = _live_descendants()
-        if self._main_status is None:
-            _ignore_gone(os.killpg, self._main_pid, signal.SIGKILL)
-        for pid, _pgid, start_time in descendants:
-            _send_signal(pid, start_time, signal.SIGKILL)
-        if descendants:
+        if self._tree is not None and self._tree.signal(signal.SIGKILL):
             self._killed = True
 
     # ---- processes ----------------------------------------------------------------------
 
     def _reap_children(self) -> bool:
-        """Reap every zombie child; True while some child of the wrapper is still alive."""
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return False
-            if pid == 0:
-                return True
-            if pid == self._main_pid and self._main_status is None:
-                self._main_status = status
-                if self._proc is not None:
-                    # Tell Popen it is reaped, or its __del__ would waitpid() a recycled PID.
-                    self._proc.returncode = os.waitstatus_to_exitcode(status)
+        """Reap every zombie child; True while some process of the job is still alive."""
+        children_left = procs.reap_children(self._on_reaped)
+        if children_left or self._subreaper or self._tree is None:
+            return children_left
+        # No subreaper: the orphans of the job are not our children; look for them.
+        return bool(self._tree.members())
+
+    def _on_reaped(self, pid: int, status: int) -> None:
+        if pid == self._main_pid and self._main_status is None:
+            self._main_status = status
+            self._tree.group = False  # its PID, the group's ID, may be reused from now on
+            if self._proc is not None:
+                # Tell Popen it is reaped, or its __del__ would waitpid() a recycled PID.
+                self._proc.returncode = os.waitstatus_to_exitcode(status)
 
     def _abort(self) -> None:
         """Something in the wrapper failed mid-run: never leave the job running unsupervised."""
@@ -561,93 +539,15 @@ def _start_sentinel(spec: SuperviseSpec) -> Sentinel | None:
         return None
 
 
-class _Subreaper:
-    """While active, orphans of the job re-parent to this process instead of PID 1.
-
-    The previous setting is restored afterwards, so that a long-lived caller (a test run, a
-    process that supervises several jobs one after the other) does not collect the orphans
-    of unrelated children between runs.
-    """
-
-    def __init__(self) -> None:
-        self._was_subreaper = False
-
-    def __enter__(self) -> None:
-        self._was_subreaper = _child_subreaper()
-        if not self._was_subreaper:
-            _set_child_subreaper(True)
-
-    def __exit__(self, *exc_info: object) -> None:
-        if not self._was_subreaper:
-            _set_child_subreaper(False)
-
-
-def _prctl(option: int, arg: object) -> None:
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(option, arg, 0, 0, 0) != 0:
-        code = ctypes.get_errno()
-        raise OSError(code, f"prctl({option}): {os.strerror(code)}")
-
-
-def _child_subreaper() -> bool:
-    import ctypes
-
-    flag = ctypes.c_int(0)
-    _prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag))
-    return bool(flag.value)
-
-
-def _set_child_subreaper(on: bool) -> None:
-    _prctl(_PR_SET_CHILD_SUBREAPER, int(on))
-
-
 def _output_pipe() -> tuple[int, int]:
-    read_end, write_end = os.pipe2(os.O_CLOEXEC)
+    read_end, write_end = procs.pipe()
     try:
         fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
-    except OSError:
-        pass  # over /proc/sys/fs/pipe-max-size or the user's pipe quota: the default still works
+    except (OSError, AttributeError):
+        # Over /proc/sys/fs/pipe-max-size or the user's pipe quota, or not Linux (no
+        # F_SETPIPE_SZ): the default size still works.
+        pass
     return read_end, write_end
-
-
-def _popen(spec: SuperviseSpec, stdout: int, stderr: int) -> Popen[bytes]:
-    import subprocess
-
-    def start(argv: list[str]) -> Popen[bytes]:
-        return subprocess.Popen(
-            argv,
-            stdout=stdout,
-            stderr=stderr,
-            env=spec.env,
-            cwd=spec.cwd,
-            close_fds=True,
-            pass_fds=spec.pass_fds,
-            start_new_session=True,
-            restore_signals=True,
-        )
-
-    try:
-        return start(spec.argv)
-    except OSError as exc:
-        if exc.errno != errno.ENOEXEC:
-            raise
-        # execvp(3) runs a script without a "#!" line with /bin/sh; so does GNU timeout.
-        script = _find_executable(spec.argv[0], spec.env.get("PATH", os.defpath))
-        if script is None:
-            raise
-        return start(["/bin/sh", script, *spec.argv[1:]])
-
-
-def _find_executable(name: str, path: str) -> str | None:
-    if "/" in name:
-        return name
-    for directory in path.split(os.pathsep):
-        candidate = os.path.join(directory or ".", name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 def _spawn_failure(spec: SuperviseSpec, exc: OSError) -> Outcome:
@@ -669,81 +569,3 @@ def _spawn_failure(spec: SuperviseSpec, exc: OSError) -> Outcome:
         spawn_error=message,
         duration=0.0,
     )
-
-
-# ---- /proc ------------------------------------------------------------------------------
-
-
-def _read_stat(pid: int | str) -> tuple[int, int, bytes, int] | None:
-    """(ppid, pgid, state, start_time) of a process, or None when it is gone."""
-    try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        data = os.read(fd, 4096)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    # The command name (field 2) is in parentheses and may itself contain ") ".
-    fields = data[data.rindex(b")") + 2 :].split()
-    return int(fields[1]), int(fields[2]), fields[0], int(fields[19])
-
-
-def _start_time(pid: int) -> int | None:
-    stat = _read_stat(pid)
-    return None if stat is None else stat[3]
-
-
-def _live_descendants(root: int | None = None) -> list[tuple[int, int, int]]:
-    """(pid, pgid, start_time) of every live (non-zombie) descendant of ``root`` (default: us).
-
-    A /proc walk, not psutil: cheaper to import and to run, and it sees processes that called
-    setsid() or were re-parented to us as subreaper, because it follows parent links only.
-    """
-    root = os.getpid() if root is None else root
-    children: dict[int, list[int]] = {}
-    stats: dict[int, tuple[int, int, bytes, int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit() and (stat := _read_stat(name)) is not None:
-            stats[int(name)] = stat
-            children.setdefault(stat[0], []).append(int(name))
-    found = []
-    pending = list(children.get(root, ()))
-    while pending:
-        pid = pending.pop()
-        ppid, pgid, state, start_time = stats[pid]
-        if state != b"Z":
-            found.append((pid, pgid, start_time))
-        pending.extend(children.get(pid, ()))
-    return found
-
-
-def _send_signal(pid: int, start_time: int, signum: int) -> None:
-    """Signal ``pid`` only if it is still the process that was seen (same start time)."""
-    try:
-        pidfd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    except OSError:
-        # No pidfds here: a PID reuse between the check and the kill is a far smaller risk
-        # than leaving a process of the job running.
-        if _start_time(pid) == start_time:
-            _ignore_gone(os.kill, pid, signum)
-        return
-    try:
-        if _start_time(pid) == start_time:
-            _ignore_gone(signal.pidfd_send_signal, pidfd, signum)
-    finally:
-        os.close(pidfd)
-
-
-def _ignore_gone(send: Callable[[int, int], None], target: int, signum: int) -> None:
-    # ESRCH: the process ended between the /proc walk and the kill. EPERM: it exec'd a
-    # set-uid program we may not signal; nothing more can be done about it from here.
-    try:
-        send(target, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
-

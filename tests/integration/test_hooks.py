@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from cronwrap.errors import UsageError
-from cronwrap.hooks import (TAIL_BYTES, Pinger, hook_env, parse_ping_url, ping_url, redact,
-                            run_hook)
+from cronwrap.hooks import (HOOK_VARIABLES, TAIL_BYTES, Pinger, hook_env, parse_ping_url,
+                            ping_url, redact, run_hook)
 
 BASE_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CRONWRAP_JOB": "settle",
             "CRONWRAP_RUN_ID": "42", "CRONWRAP_ATTEMPT": "1"}
@@ -57,6 +57,21 @@ def test_hook_env_tail_is_bounded_nul_free_and_whole_characters():
     text = hook_env(BASE_ENV, "failed", 1, 1, tail)["CRONWRAP_OUTPUT_TAIL"]
     assert len(text.encode()) <= TAIL_BYTES
     assert "\0" not in text and text.endswith("end") and "\ufffd" not in text
+
+
+def test_hook_env_sets_exactly_the_registered_variables():
+    base = {"CRONWRAP_JOB": "settle", "PATH": "/bin"}
+    plain = hook_env(base, "failed", 3, 12.5, b"boom")
+    always = [k for k in HOOK_VARIABLES if k != "CRONWRAP_ALERT"]
+    assert [k for k in plain if k not in base] == always
+    alerted = hook_env(base, "failed", 3, 12.5, b"boom", alert="failing")
+    assert [k for k in alerted if k not in base] == list(HOOK_VARIABLES)
+    assert alerted["CRONWRAP_ALERT"] == "failing" and alerted["CRONWRAP_DURATION_MS"] == "12"
+
+
+def test_every_hook_variable_says_what_it_means():
+    assert all(name.startswith("CRONWRAP_") and meaning.strip()
+               for name, meaning in HOOK_VARIABLES.items())
 
 
 # -- run_hook ----------------------------------------------------------------------------------
@@ -104,6 +119,18 @@ def test_a_hook_that_ignores_term_gets_kill_and_its_whole_group_goes(tmp_path):
     elapsed = time.monotonic() - started
     assert result.timed_out and result.exit_code == 128 + 9
     assert 1 + 2 - 0.5 < elapsed < 1 + 3 + 1  # TERM at 1 s, KILL 2 s later
+    child = int((tmp_path / "child").read_text())
+    deadline = time.monotonic() + 2
+    while not gone(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone(child)
+
+
+def test_a_hook_that_ignores_term_loses_a_descendant_that_left_its_session_too(tmp_path):
+    """The KILL goes to the hook's tree (procs.Tree), not only to its process group."""
+    escaped = f"setsid sh -c 'trap \"\" TERM; echo $$ > {tmp_path}/child; exec sleep 60'"
+    result = run_hook(f"trap '' TERM; {escaped} & wait", BASE_ENV, 1)
+    assert result.timed_out and result.exit_code == 128 + 9
     child = int((tmp_path / "child").read_text())
     deadline = time.monotonic() + 2
     while not gone(child) and time.monotonic() < deadline:

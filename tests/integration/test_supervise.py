@@ -1,4 +1,5 @@
-"""cronwrap.supervise against real processes: exit statuses, timeouts, tree kill, forwarding.
+"""cronwrap.supervise against real processes: exit statuses, timeouts, tree kill, forwarding;
+and procs.py, the process layer under it, on both of its process tables.
 
 Every job is a small shell or Python script. Timing assertions are generous bounds only
 ("ended within kill_after + 2 s"); the precise budgets are measured by bench/, not here.
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from cronwrap import procs
 from cronwrap.supervise import JobProcess, Outcome, SuperviseSpec, Supervisor, supervise
 
 REPO = Path(__file__).resolve().parents[2]
@@ -518,3 +520,144 @@ def test_no_descriptor_zombie_or_subreaper_flag_is_left_behind() -> None:
 
 def parent_of(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+# ---- the process layer (procs.py), on both of its process tables ------------------------
+
+@pytest.fixture(params=["proc", "psutil"])
+def table(request, monkeypatch):
+    """procs.py's default table for this test: /proc itself, or psutil as macOS and the BSDs
+    use it."""
+    chosen = procs.ProcTable() if request.param == "proc" else procs.PsutilTable()
+    monkeypatch.setattr(procs, "_TABLE", chosen)
+    return chosen
+
+
+def gone_or_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+    except FileNotFoundError:
+        return True
+
+
+def spawn_tree(tmp_path: Path, script: str) -> tuple[subprocess.Popen, list[int]]:
+    """A shell in a session of its own that writes the PIDs of its children, one a line."""
+    pids = tmp_path / "pids"
+    proc = subprocess.Popen(sh(script.format(pids=pids)), start_new_session=True)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        lines = pids.read_text().split() if pids.exists() else []
+        if lines and lines[-1] == "ready":
+            return proc, [int(p) for p in lines[:-1]]
+        time.sleep(0.01)
+    raise AssertionError("the tree never said it was ready")
+
+
+def test_both_tables_see_the_same_processes_the_same_way(tmp_path: Path) -> None:
+    proc, children = spawn_tree(tmp_path, "sleep 100 & echo $! > {pids}; "
+                                          "setsid sleep 100 & echo $! >> {pids}; "
+                                          "echo ready >> {pids}; wait")
+    try:
+        linux, portable = procs.ProcTable(), procs.PsutilTable()
+        for pid in (proc.pid, *children):
+            a, b = linux.read(pid), portable.read(pid)
+            assert (a.ppid, a.pgid, a.sid, a.live) == (b.ppid, b.pgid, b.sid, b.live)
+        assert linux.read(children[1]).sid == children[1]  # the setsid one left the session
+        assert {p.pid for p in linux.all()} >= {proc.pid, *children}
+        assert {p.pid for p in portable.all()} >= {proc.pid, *children}
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        os.kill(children[1], signal.SIGKILL)
+        proc.wait()
+
+
+def test_a_zombie_is_not_alive_but_keeps_its_identity(table) -> None:
+    child = subprocess.Popen(["true"])
+    deadline = time.monotonic() + 5
+    while not gone_or_zombie(child.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        assert procs.start_time(child.pid) is None
+        assert not procs.is_alive(child.pid, None)
+        if isinstance(table, procs.ProcTable):  # psutil cannot read a zombie's start time
+            assert procs.identify(child.pid).start_time > 0
+    finally:
+        child.wait()
+
+
+def test_the_tree_is_the_session_and_the_descendants_of_its_members(
+        table, tmp_path: Path) -> None:
+    proc, children = spawn_tree(tmp_path, "sleep 100 & echo $! > {pids}; "
+                                          "setsid sleep 100 & echo $! >> {pids}; "
+                                          "echo ready >> {pids}; wait")
+    try:
+        tree = procs.Tree(procs.identify(proc.pid))
+        assert {p.pid for p in tree.members()} == {proc.pid, *children}
+        # The same PID with another start time is another process: its session is not ours.
+        other = procs.Tree(procs.ProcessId(proc.pid, procs.identify(proc.pid).start_time + 10**7))
+        assert other.members() == []
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        os.kill(children[1], signal.SIGKILL)
+        proc.wait()
+
+
+def test_send_never_signals_a_process_seen_with_another_start_time(table) -> None:
+    child = subprocess.Popen(["sleep", "100"])
+    try:
+        seen = procs.identify(child.pid)
+        assert not procs.send(procs.ProcessId(child.pid, seen.start_time + 10**7), signal.SIGKILL)
+        assert child.poll() is None
+        assert procs.send(seen, signal.SIGKILL)
+        assert child.wait(timeout=5) == -signal.SIGKILL
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_end_kills_what_ignores_the_first_signal_even_outside_the_session(
+        table, tmp_path: Path) -> None:
+    stubborn = "sh -c 'trap \"\" TERM; exec sleep 100'"
+    proc, children = spawn_tree(tmp_path, f"trap '' TERM; {stubborn} & echo $! > {{pids}}; "
+                                          f"setsid {stubborn} & echo $! >> {{pids}}; "
+                                          "echo ready >> {pids}; wait")
+    started = time.monotonic()
+    try:
+        assert procs.Tree(procs.identify(proc.pid)).end(signal.SIGTERM, 0.3)
+        assert 0.3 <= time.monotonic() - started < 0.3 + SLACK
+        proc.wait(timeout=5)
+        assert all(gone_or_zombie(pid) for pid in children)
+    finally:
+        for pid in (proc.pid, *children):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait()
+
+
+def test_without_a_subreaper_the_session_still_finds_an_exited_shells_orphans(
+        table, tmp_path: Path, monkeypatch) -> None:
+    """As on macOS and the BSDs: no child subreaper, no pidfd. The orphan re-parents to
+    PID 1, and the job's session is what still finds it."""
+    monkeypatch.setattr(procs, "LINUX", False)
+    monkeypatch.setattr(procs, "open_pidfd", lambda pid: None)
+    pid_file = tmp_path / "orphan.pid"
+    job = f"sh -c 'trap \"\" TERM; echo $$ > {pid_file}; exec sleep 1000' & sleep 0.2; exit 4"
+    outcome, _, elapsed = run_job(sh(job), orphan_grace=0.5)
+    orphan = int(wait_for_file(pid_file))
+    deadline = time.monotonic() + 5
+    while not gone_or_zombie(orphan) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert gone_or_zombie(orphan)
+    assert outcome.orphans == 1 and outcome.killed and outcome.exit_status() == 4
+    assert 0.5 <= elapsed < 0.7 + SLACK
+
+
+def test_a_job_that_leaves_nothing_costs_no_look_at_the_process_table(monkeypatch) -> None:
+    """The hot path (every cron firing): with a subreaper, reaping says the tree is gone."""
+    looks: list[int] = []
+    real = procs.ProcTable.all
+    monkeypatch.setattr(procs.ProcTable, "all", lambda self: looks.append(1) or real(self))
+    outcome, _, _ = run_job(["true"])
+    assert outcome.exit_status() == 0 and looks == []

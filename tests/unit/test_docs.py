@@ -1,6 +1,6 @@
 """The documentation cannot drift from the code.
 
-The man pages are generated from the option table and the typer app (cronwrap/manpage.py);
+The man pages are generated from the option table and the typer app (tools/docs);
 these tests fail when a committed page or README's generated block is stale, when an option,
 command, variable or lint code is missing from README, a man page or ``--help``, when an
 option has no help, when groff has anything to say about a page, when a configuration example
@@ -16,20 +16,28 @@ import shlex
 import shutil
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from cronwrap import config, errors, manpage, spec
+from cronwrap import config, errors, hooks, jobenv, spec
+from cronwrap.ledger.base import Run
+from tools.docs.facts import (
+    ETC_CONFIG, HOME_DIRS, README_BEGIN, README_END, ROOT_DIRS, USER_CONFIG, admin_commands,
+    choices, has_option, is_argument, option_names)
+from tools.docs.generate import render_man, render_toml_man, update_readme
+from tools.docs.prose_toml import TOML_EXAMPLE
+from tools.docs.roff import bold
 
 REPO = Path(__file__).resolve().parents[2]
 MAN = REPO / "man" / "cronwrap.1"
 TOML_MAN = REPO / "man" / "cronwrap.toml.5"
 README = (REPO / "README.md").read_text(encoding="utf-8")
-REGENERATE = "regenerate with: python -m cronwrap.manpage > man/cronwrap.1"
-REGENERATE_TOML = "regenerate with: python -m cronwrap.manpage --toml > man/cronwrap.toml.5"
+REGENERATE = "regenerate with: python -m tools.docs > man/cronwrap.1"
+REGENERATE_TOML = "regenerate with: python -m tools.docs --toml > man/cronwrap.toml.5"
 
-# DESIGN.md §1: the operators' questions, in the order they ask them; README answers each
+# The operators' questions (the product's design), in the order they ask them; README answers each
 # under a heading of its own, in this order.
 QUESTIONS = (
     "Is it still running, did it run last night, how long did it take?",
@@ -40,10 +48,10 @@ QUESTIONS = (
     "Add it to my 40 existing crontab lines",
 )
 
-COMMANDS = manpage.admin_commands()
+COMMANDS = admin_commands()
 COMMAND_NAMES = [name for name, _ in COMMANDS]
 ADMIN_OPTIONS = [(name, opt) for name, command in COMMANDS for p in command.params
-                 if not manpage.is_argument(p) for opt in manpage.option_names(p)]
+                 if not is_argument(p) for opt in option_names(p)]
 RUN_OPTIONS = [f"--{o.name}" for o in spec.OPTIONS] + [f"-{o.short}" for o in spec.OPTIONS
                                                          if o.short]
 
@@ -83,18 +91,18 @@ def toml_source() -> str:
 # (a) the committed page is the generated one -----------------------------------------------
 
 def test_man_page_is_generated_from_the_code(man_source: str) -> None:
-    assert man_source == manpage.render_man(), f"man/cronwrap.1 is stale: {REGENERATE}"
+    assert man_source == render_man(), f"man/cronwrap.1 is stale: {REGENERATE}"
 
 
 def test_toml_man_page_is_generated_from_the_code(toml_source: str) -> None:
-    assert toml_source == manpage.render_toml_man(), (
+    assert toml_source == render_toml_man(), (
         f"man/cronwrap.toml.5 is stale: {REGENERATE_TOML}")
 
 
 def test_readme_reference_is_generated_from_the_code() -> None:
-    assert manpage.README_BEGIN in README and manpage.README_END in README
-    assert manpage.update_readme(README) == README, (
-        "README.md's reference block is stale: run python -m cronwrap.manpage --update-readme")
+    assert README_BEGIN in README and README_END in README
+    assert update_readme(README) == README, (
+        "README.md's reference block is stale: run python -m tools.docs --update-readme")
 
 
 # (b) every option and command is in README, the man page and --help -------------------------
@@ -114,7 +122,7 @@ def test_run_options_are_in_run_help() -> None:
 @pytest.mark.parametrize("name", COMMAND_NAMES)
 def test_command_is_documented(name: str, man_source: str) -> None:
     assert f"cronwrap {name}" in README, f"cronwrap {name} is not in README.md"
-    assert manpage.bold(f"cronwrap {name}") in man_source, f"cronwrap {name} is not in the man page"
+    assert bold(f"cronwrap {name}") in man_source, f"cronwrap {name} is not in the man page"
     top, *sub = name.split()
     listing = cronwrap_help(top) if sub else cronwrap_help()  # "db init": by cronwrap db --help
     entry = sub[0] if sub else top
@@ -136,16 +144,18 @@ def test_commands_in_the_man_page_follow_the_app(man_source: str) -> None:
 
 
 def test_job_variables_are_documented(man_source: str) -> None:
-    seen = manpage.job_variables()
-    assert sorted(seen) == sorted(manpage.JOB_VARIABLES), (
-        "manpage.JOB_VARIABLES must describe exactly the variables the job sees")
-    for name in seen:
+    run = Run(run_id=7, job="j", run_key="k", scheduled_at=datetime(2026, 1, 2, tzinfo=UTC),
+              trigger="schedule", status="running", attempt=1, fence=3)
+    env = jobenv.job_environment({}, {}, run, "h", None)
+    assert list(env) == list(jobenv.JOB_VARIABLES), (
+        "jobenv.JOB_VARIABLES must name exactly the variables the job gets, in order")
+    for name in env:
         assert f"`{name}`" in README, f"{name} (what the job sees) is not in README.md"
-        assert manpage.bold(name) in man_source
+        assert bold(name) in man_source
 
 
 def test_readme_states_the_paths_and_exit_statuses_of_the_code() -> None:
-    for dirs in (manpage.ROOT_DIRS, manpage.HOME_DIRS):
+    for dirs in (ROOT_DIRS, HOME_DIRS):
         for path in (dirs.ledger_file, dirs.logs, dirs.locks):
             assert str(path) in README, f"{path} (paths.py) is not in README.md"
     for status in (errors.EXIT_TIMEOUT, errors.EXIT_KILLED, errors.EXIT_CRONWRAP,
@@ -159,8 +169,8 @@ def test_readme_states_the_paths_and_exit_statuses_of_the_code() -> None:
 @pytest.mark.parametrize("opt", spec.OPTIONS, ids=lambda o: o.name)
 def test_run_option_has_help(opt: spec.Option) -> None:
     assert opt.help.strip() and opt.group.strip()
-    if manpage.choices(opt):
-        assert opt.metavar == "|".join(manpage.choices(opt)), "the metavar must list the choices"
+    if choices(opt):
+        assert opt.metavar == "|".join(choices(opt)), "the metavar must list the choices"
 
 
 @pytest.mark.parametrize("name", COMMAND_NAMES)
@@ -221,18 +231,18 @@ def test_readme_setup_block_has_two_commands_and_ci_runs_the_second() -> None:
 @pytest.mark.parametrize("opt", spec.OPTIONS, ids=lambda o: o.name)
 def test_every_run_option_is_in_the_toml_page(opt: spec.Option, toml_source: str) -> None:
     keys = toml_source.split(".SH KEYS", 1)[1].split(".SH", 1)[0]
-    assert manpage.bold(opt.name) in keys, f"{opt.name} is not a key entry of cronwrap.toml.5"
+    assert bold(opt.name) in keys, f"{opt.name} is not a key entry of cronwrap.toml.5"
     if opt.name in config.NOT_KEYS:
-        assert "Not a key" in keys.split(manpage.bold(opt.name), 1)[1].split(".TP", 1)[0]
+        assert "Not a key" in keys.split(bold(opt.name), 1)[1].split(".TP", 1)[0]
         return
     if opt.attr != opt.name:
-        assert manpage.bold(opt.attr) in keys, f"{opt.attr} (the _ spelling) is not in the page"
-    assert manpage.bold(opt.env) in keys, f"{opt.env} is not in {opt.name}'s entry"
+        assert bold(opt.attr) in keys, f"{opt.attr} (the _ spelling) is not in the page"
+    assert bold(opt.env) in keys, f"{opt.env} is not in {opt.name}'s entry"
 
 
 def test_toml_page_states_the_files_and_rules_of_the_code(toml_source: str) -> None:
     text = re.sub(r"\\f[BIRP]", "", toml_source).replace("\\-", "-")
-    for path in (manpage.USER_CONFIG, manpage.ETC_CONFIG, "$CRONWRAP_CONFIG", "/dev/null"):
+    for path in (USER_CONFIG, ETC_CONFIG, "$CRONWRAP_CONFIG", "/dev/null"):
         assert path in text, f"{path} (config.py) is not in cronwrap.toml.5"
     for table in ("[defaults]", "[jobs.NAME]"):
         assert table in text
@@ -250,7 +260,7 @@ def write_private(path: Path, text: str) -> Path:
 
 
 def test_the_toml_page_example_loads(tmp_path: Path) -> None:
-    file = write_private(tmp_path / "config.toml", str(manpage.TOML_EXAMPLE))
+    file = write_private(tmp_path / "config.toml", str(TOML_EXAMPLE))
     loaded = config.load_config(file)
     assert loaded.defaults and loaded.jobs, "the example should show both kinds of table"
     for values in (loaded.defaults, *loaded.jobs.values()):
@@ -280,23 +290,22 @@ def test_readme_has_a_section_per_question_in_order() -> None:
 # (h) what the code reads, sets and reports is documented ---------------------------------
 
 def test_hook_variables_are_documented(man_source: str) -> None:
-    seen = manpage.hook_variables()
-    assert sorted(seen) == sorted(manpage.HOOK_VARIABLES), (
-        "manpage.HOOK_VARIABLES must describe exactly the variables a hook gets")
-    for name in seen:
+    env = hooks.hook_env({}, "failed", 1, 5, b"tail", alert="failing")
+    assert list(env) == list(hooks.HOOK_VARIABLES), (
+        "hooks.HOOK_VARIABLES must name exactly the variables a hook gets, in order")
+    for name in env:
         assert f"`{name}`" in README, f"{name} (what a hook sees) is not in README.md"
-        assert manpage.bold(name) in man_source
+        assert bold(name) in man_source
 
 
 def test_every_cronwrap_variable_of_the_code_is_in_the_man_page(man_source: str) -> None:
     package = REPO / "cronwrap"
     found = set()
     for source in package.rglob("*.py"):
-        if source.name != "manpage.py":
-            found |= set(re.findall(r'"(CRONWRAP_[A-Z_]+)"', source.read_text(encoding="utf-8")))
-    missing = sorted(n for n in found if manpage.bold(n) not in man_source)
+        found |= set(re.findall(r'"(CRONWRAP_[A-Z_]+)"', source.read_text(encoding="utf-8")))
+    missing = sorted(n for n in found if bold(n) not in man_source)
     assert not missing, f"variables the code uses but cronwrap.1 does not name: {missing}"
-    assert manpage.bold("CRONWRAP_CONFIG") in man_source.split(".SH ENVIRONMENT", 1)[1]
+    assert bold("CRONWRAP_CONFIG") in man_source.split(".SH ENVIRONMENT", 1)[1]
 
 
 def test_lint_codes_are_documented(man_source: str) -> None:
@@ -307,11 +316,11 @@ def test_lint_codes_are_documented(man_source: str) -> None:
     assert sorted(in_readme) == sorted(codes), "README's lint table differs from the registry"
     for code in codes:
         assert re.search(rf"^\| {code} \|", README, re.M), f"lint code {code} is not in README"
-        assert manpage.bold(code) in man_source, f"lint code {code} is not in cronwrap.1"
+        assert bold(code) in man_source, f"lint code {code} is not in cronwrap.1"
 
 
 def test_check_exit_statuses_are_documented(man_source: str) -> None:
-    assert manpage.has_option("status", "--check")
+    assert has_option("status", "--check")
     exit_status = man_source.split('.SH "EXIT STATUS"', 1)[1].split(".SH", 1)[0]
     for code, word in ((errors.CHECK_OK, "OK"), (errors.CHECK_WARNING, "WARNING"),
                        (errors.CHECK_CRITICAL, "CRITICAL"), (errors.CHECK_UNKNOWN, "UNKNOWN")):
@@ -320,5 +329,5 @@ def test_check_exit_statuses_are_documented(man_source: str) -> None:
 
 
 def test_readme_states_the_config_files_of_the_code() -> None:
-    for path in (manpage.USER_CONFIG, manpage.ETC_CONFIG, "$CRONWRAP_CONFIG"):
+    for path in (USER_CONFIG, ETC_CONFIG, "$CRONWRAP_CONFIG"):
         assert path in README, f"{path} (config.py) is not in README.md"

@@ -81,7 +81,7 @@ ALTER TABLE cronwrap_runs ADD COLUMN IF NOT EXISTS boot_id text;
 ALTER TABLE cronwrap_runs ADD COLUMN IF NOT EXISTS pid_ns bigint;
 
 -- name: migration_3
--- The claim protocol (DESIGN §3) as one server-side function, so that a claim is one round
+-- The claim protocol (ARCHITECTURE.md §3) as one server-side function, so that a claim is one round
 -- trip: the same steps and decisions as SqlLedger.claim and decide() in sqlcore.py (which
 -- SQLite runs), proved equal by the ledger contract tests. Called as one statement in
 -- autocommit mode, it is its own transaction; lock_timeout bounds its waits for row locks.

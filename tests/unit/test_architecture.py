@@ -1,0 +1,95 @@
+"""ARCHITECTURE.md stays the map of the code: every module is on it, and every section the code
+cites exists."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+MAP = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
+SECTIONS = {int(n) for n in re.findall(r"^## (\d+)\. ", MAP, re.M)}
+
+
+def test_every_module_is_on_the_map() -> None:
+    table = MAP.split("## 2.", 1)[0]
+    package = REPO / "cronwrap"
+    missing = []
+    for source in sorted(package.rglob("*.py")):
+        relative = source.relative_to(package)
+        if source.name in ("__init__.py", "__main__.py") and len(relative.parts) == 1:
+            continue
+        shown = f"`{relative.parts[0]}/`" if len(relative.parts) > 1 else f"`{source.name}`"
+        if shown not in table:
+            missing.append(str(relative))
+    assert not missing, f"modules ARCHITECTURE.md §1 does not list: {missing}"
+
+
+def test_citations_name_sections_that_exist() -> None:
+    cited = []
+    for folder in ("cronwrap", "tests", "bench", "tools"):
+        for source in (REPO / folder).rglob("*.py"):
+            if ".venv" in source.parts:
+                continue
+            text = source.read_text(encoding="utf-8")
+            cited += [(source.name, int(n)) for n in re.findall(r"ARCHITECTURE\.md\s+§(\d+)", text)]
+            assert not re.search(r"DESIGN(\.md| §)", text) or source.name == Path(__file__).name, (
+                f"{source.name} cites a design document the repository does not have")
+    assert cited, "nothing cites ARCHITECTURE.md"
+    unknown = [(name, n) for name, n in cited if n not in SECTIONS]
+    assert not unknown, f"citations of sections ARCHITECTURE.md does not have: {unknown}"
+
+
+def _imports_at_load(source: Path) -> set[str]:
+    """The cronwrap modules a module imports when it is loaded (not in functions, not under
+    TYPE_CHECKING)."""
+    import ast
+
+    found: set[str] = set()
+    pending = list(ast.parse(source.read_text(encoding="utf-8")).body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            pending += node.orelse
+        elif isinstance(node, (ast.If, ast.Try)):
+            pending += node.body + node.orelse + getattr(node, "finalbody", [])
+            pending += [stmt for handler in getattr(node, "handlers", []) for stmt in handler.body]
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith("cronwrap")}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                and node.module.startswith("cronwrap"):
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def test_no_import_cycle() -> None:
+    package = REPO / "cronwrap"
+    modules = {}
+    for source in package.rglob("*.py"):
+        parts = source.relative_to(REPO).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        modules[name] = source
+    graph = {name: {dep for dep in _imports_at_load(source)
+                    if dep in modules and dep != name}
+             for name, source in modules.items()}
+    # A package's __init__ is loaded with each of its modules: an edge to it is real.
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(name: str) -> list[str] | None:
+        state[name] = 1
+        path.append(name)
+        for dep in sorted(graph[name]):
+            if state.get(dep) == 1:
+                return path[path.index(dep):] + [dep]
+            if dep not in state and (cycle := visit(dep)):
+                return cycle
+        path.pop()
+        state[name] = 2
+        return None
+
+    for name in sorted(graph):
+        if name not in state:
+            cycle = visit(name)
+            assert cycle is None, f"import cycle: {' -> '.join(cycle)}"

@@ -1,0 +1,1 @@
+"""Tools for building cronwrap: never installed, never imported by the cronwrap package."""

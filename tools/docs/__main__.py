@@ -1,0 +1,3 @@
+from tools.docs.generate import main
+
+raise SystemExit(main())

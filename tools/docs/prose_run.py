@@ -1,0 +1,357 @@
+"""Prose of cronwrap(1) about running jobs: the description, slots, catch-up, retries, hooks,
+monitoring, and the notes under each administrative command.
+"""
+
+from __future__ import annotations
+
+from cronwrap import catchup, errors, monitor, picture, retry, runlog, stdio, supervise
+
+from tools.docs.facts import (
+    ALIASES, Block, EARLY, FINAL, HOOK_KILL, LATE_GRACE, ORPHAN_GRACE, PING_RETRIES, PING_TIMEOUT,
+    PING_WAIT, TOLERANCE, duration_text, signal_names, size_text)
+
+
+DESCRIPTION: tuple[Block, ...] = (
+    "`cronwrap run` goes in front of the command of a crontab line. It takes a local lock so "
+    "that the job never overlaps itself, claims the firing's slot in a ledger so that the job "
+    "runs once per slot even when duplicate entries or several hosts fire it, ends the job's "
+    "whole process tree at a hard timeout as timeout(1) would, keeps a bounded copy of its "
+    "output and records the run. With `--schedule` it knows the job's slots, so it can record "
+    "and catch up slots that never ran and run a given day's slot by hand. It can retry "
+    "transient failures, run hooks and ping a monitoring service. `cronwrap status`, `history` "
+    "and `logs` read the record back, `explain` shows when a schedule fires, and `wrap` and "
+    "`lint` adopt an existing crontab.",
+    "*COMMAND* is executed directly (execvp(3): the argument vector is preserved, there is no "
+    "shell); a job that needs a shell says so with `-- sh -c '...'`. A script without a `#!` "
+    "line is run by /bin/sh, as execvp(3) and timeout(1) do. The options of `run` end at `--` "
+    "or at the first word that is not an option.",
+    "By default the job's output passes through as it comes, so a prefixed crontab line mails "
+    "and redirects exactly as before, and a copy is kept for `cronwrap logs`. With `--output "
+    "on-failure` the output is only captured and, when the run did not succeed, the captured "
+    "copy (standard error merged into it, bounded as described under FILES) is written to "
+    "standard output after the job has ended, as chronic(1) does.",
+    "The job is its whole process tree. cronwrap makes itself the child subreaper of the job "
+    "and starts it in a new session, so descendants that left the job's process group are "
+    "still found. At `--timeout` every process of the tree gets `--signal` (and CONT, so that a "
+    "stopped process can act on it); `--kill-after` later, KILL goes to whatever is left; with "
+    "`--kill-after 0` the main process is never sent KILL, as with timeout(1). When the main "
+    "process exits by itself, descendants it left running are ended the same way: `--signal`, "
+    f"then KILL after `--kill-after`, or {ORPHAN_GRACE} when that is 0; the run log's `finish` "
+    "event counts them (`orphans`). `--leave-orphans` leaves them running.",
+    f"{signal_names(supervise.FORWARDED_SIGNALS)} sent to cronwrap are forwarded to the whole "
+    "job, and cronwrap goes on supervising it: every signal that would otherwise end the "
+    "wrapper and leave its job running without a timeout. A job that handles one and exits "
+    f"by itself returns its own status. {signal_names(supervise.IGNORED_SIGNALS)} are ignored "
+    "while the job runs: job control must not stop the wrapper of a job that runs on.",
+    "The job's output reaches cronwrap's own standard output and error without ever blocking "
+    "the wrapper: a reader slower than the job makes the job wait on its writes, as it would "
+    "without cronwrap, while timeouts, signals and the lease go on. Once the job has ended, "
+    f"output that a stalled reader does not take for {duration_text(stdio.FLUSH_STALL)} "
+    f"({duration_text(stdio.FLUSH_STALL_STOPPED)} after a timeout or a forwarded signal) is "
+    "dropped and counted (`output_dropped` in the `finish` event); the captured copy keeps "
+    "it. When the reader goes away (`| head -1`), the job's pipe is closed, so its next write "
+    "fails with SIGPIPE as it would without cronwrap. Any other write error (a full disk, "
+    "`> /dev/full`) ends the passing on of that stream and nothing else "
+    "(`passthrough_error`). Standard input, output or error closed by the caller (`2>&-`) "
+    "are opened on /dev/null.",
+    "When nothing runs (the job is running, or its slot already ran), cronwrap says why on "
+    "standard error only when that is a terminal: from cron, the message would only make mail. "
+    "The run log always records a `skip` event. Two messages are always written: the duplicate "
+    "of a manual run (`--date`, `--at`), and the warning about a firing that matches no slot of "
+    "`--schedule` (see SLOTS), which cron then mails.",
+    "Settings come from the command line, the environment (`CRONWRAP_`*OPTION*) and the "
+    "configuration file, cronwrap.toml(5), in this order of precedence: command line > "
+    "environment > its `[jobs.`*NAME*`]` table > its `[defaults]` table > built-in default.",
+    "Every command takes `--help`; `cronwrap --version` prints the version.",
+)
+
+
+RUN_OPTIONS_INTRO: tuple[Block, ...] = (
+    "*DURATION* is a number of seconds, fractions and exponents allowed, with an optional "
+    "suffix `s`, `m`, `h` or `d` (`30`, `1.5m`, `2h`, `1d`, `1e-3`, `2.5e2m`; compound forms "
+    "such as `1h30m` too); `0` means none, and a positive value never rounds down to it. A "
+    "duration over ten years (`4000d`, `1e400`, `inf`) is refused, except by `--timeout`, "
+    "`--kill-after` and `--wait-timeout`, which then run without that limit, as GNU timeout "
+    "does, and say so once on standard error. "
+    "Every option can also be set in the environment, in the variable named with it, and in "
+    "the configuration file (see cronwrap.toml(5)); the command line wins. An invalid value is "
+    f"a one-line error and exit status {errors.EXIT_CRONWRAP} before anything runs.",
+)
+
+
+# The marks of the history picture that are not ASCII, in words: groff has no glyph for some
+# (✗, ▶) and a terminal without UTF-8 (-Tascii) none for any.
+MARK_NAMES = {"✓": "a check mark", "✗": "a cross", "·": "a dot", "○": "a circle",
+              "▶": "a triangle"}
+
+
+def mark_words() -> str:
+    """``a check mark for succeeded, ..., `T` for timeout``: every mark picture.MARKS draws."""
+    words = []
+    for status in FINAL:
+        mark = picture.MARKS[status][0]
+        if not mark.isascii() and mark not in MARK_NAMES:
+            raise KeyError(f"{mark!r}: the history picture draws it for {status}, but "
+                           "MARK_NAMES does not say what it looks like")
+        words.append(f"{MARK_NAMES.get(mark, f'`{mark}`')} for {status}")
+    return ", ".join(words)
+
+
+MARK_WORDS = mark_words()
+
+
+COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
+    "status": (
+        "The table has one row per job: when its last run started, its status and exit code, "
+        "how long it took, its last success, its next due slot (with `--schedule`), the runs "
+        "holding a live lease right now (*HOST*`:`*PID*, lease left, fence) and its health "
+        "(see MONITORING). With one *NAME* and no other output option it shows that job's runs "
+        "in the `--since` window instead, as `history` does.",
+        "`--json`: an array of jobs, each with `job`, `schedule`, `tz`, `last_run` (a run as in "
+        "`history --json`, or null), `last_success_at`, `next_due_at`, `running` (runs holding a "
+        "live lease, with `lease_left_s`), `missed`, `counts` (runs by status in the window), "
+        "`health`, `first_seen` and `last_seen`. `--check`, `--format prometheus` and "
+        "`--textfile` are described under MONITORING.",
+    ),
+    "history": (
+        "Above the table, a picture of the runs: one mark per slot, oldest on the left ("
+        + MARK_WORDS + "), under it a sparkline of their durations scaled to the longest, and a "
+        "legend with the counts. Below the table, the last lines of output of the newest run "
+        "that failed, timed out or was killed (its `error_tail`).",
+        "`--json`: an array of runs, newest first, each with `run_id`, `job`, `run_key`, "
+        "`scheduled_at`, `trigger`, `status`, `skip_reason`, `attempt`, `host`, `pid`, "
+        "`started_at`, `finished_at`, `duration_ms`, `exit_code`, `signal`, `fence` and a few "
+        "more; times in ISO 8601 with offset, unknown values null.",
+    ),
+    "logs": (
+        "The captured output of the run (standard output and error as they came, bounded as "
+        "described under FILES); the newest run that is not a skip by default. `--follow` "
+        "keeps printing until the run ends, or until it is abandoned (its runner died and its "
+        "lease expired), which it then says on standard error.",
+        "The output is read only from the log directories configured on this host "
+        "(`CRONWRAP_LOG_DIR`, `log-dir` in the configuration file's `[jobs.`*NAME*`]` or "
+        "`[defaults]`, and the default *LOGS*), as *NAME*`/`*RUN_ID*`.`*ATTEMPT*`.log`: never "
+        "the path a ledger row names, never through a symlink, and only a regular file. For a "
+        "job run with `--log-dir` *DIR* on its crontab line, use `CRONWRAP_LOG_DIR=`*DIR*.",
+        "Bytes are copied as they are when standard output is a pipe or a file. On a terminal, "
+        "control characters other than newline, tab and CRLF are shown as escapes such as "
+        "`\\x1b`, so a job's output cannot retitle or clear the terminal; `--raw` prints them "
+        "as they are. `status`, `history`, `status --check` and `unlock` always escape them.",
+    ),
+    "unlock": (
+        "The rows become `abandoned`, and the next claim of their slot takes them over (see "
+        "LEDGER). Then one line about the job's local lock on this host: held (flock) by the "
+        "wrapper and job PIDs, held as a PID lock by a live holder, free, or free after "
+        "removing the holder record of a holder that is gone (for `--lock pid`, that releases "
+        "the lock). A lock a live process holds is never broken. Inspecting creates no file "
+        "and follows no symlink.",
+    ),
+    "explain": (
+        "The warnings cover the day-of-month/day-of-week rule (OR when both are restricted, AND "
+        "when one starts with `*`), steps that restart every hour, day or month (`*/7` minutes), "
+        "fire times that a DST change in the next year skips or repeats and what cron does "
+        "then, and a zone other than this host's (the crontab line must fire at the host-clock "
+        "time it prints). `--json`: `expression`, `tz`, `next` (ISO 8601 times), `warnings` and "
+        "`cron` (the expression with an alias expanded).",
+    ),
+    "wrap": (
+        "Every job line of a user crontab, /etc/crontab or a /etc/cron.d file becomes "
+        "*CRON_FIELDS* *CRONWRAP* `run -n` *NAME* `--schedule` *'EXPR'* [*OPTIONS*] `--` "
+        "*COMMAND*: the name is derived from the command (made unique with `-2`, `-3`, ...), "
+        "`--schedule` carries the line's own expression, and the options given after `--` on "
+        "the `wrap` command line (checked as `run` checks them) are added to every line. A "
+        "command that needs a shell (pipes, `&&`, `$(...)`, globs) becomes *SHELL* `-c` "
+        "*'COMMAND'*, with the crontab's SHELL (default /bin/sh); redirections at the end of "
+        "the line stay outside, applied by cron to cronwrap. Environment lines, comments, "
+        "blank lines and `%` handling are kept byte for byte. Daemon starters are left alone, "
+        "byte for byte: `@reboot` lines and commands that start something in the background "
+        "(`&`; `&&` and `>&2` do not count), since cronwrap ends what a job leaves running "
+        "when its command exits and would kill the daemon within seconds; with "
+        "`--leave-orphans` after `--` (or `CRONWRAP_LEAVE_ORPHANS=1` above the line) they are "
+        "wrapped too, `@reboot` lines without `--schedule`. Lines already wrapped are left "
+        "alone, so wrapping twice changes nothing. `--unwrap` restores the lines `wrap` wrote to their original text exactly.",
+    ),
+    "lint": (
+        "One line per finding: *FILE*`:`*LINE*`:`*COLUMN*`:` *SEVERITY*`:` *CODE* *message* "
+        "`— fix:` *fix*. The codes:",
+    ),
+    "prune": (
+        "Ledger rows finished longer than `--older-than` ago go, except each job's newest "
+        "`--keep-last`, running rows (and so abandoned ones), and slots inside the catch-up "
+        "window of a job that catches up; then the captured output of the removed runs, and "
+        "any captured output and rotated run log in the default log directory older than the "
+        "cutoff. The same is done in each job's own log directory (its recorded `--log-dir`, "
+        "`CRONWRAP_LOG_DIR`, `log-dir` in the configuration file) when cronwrap would use that "
+        "directory itself; there only `NAME/RUN_ID.ATTEMPT.log` and `events.jsonl.N` regular "
+        "files are removed, never through a symlink.",
+    ),
+    "db init": (
+        "Prints `ledger ready`. A PostgreSQL schema is created under an advisory lock, so "
+        "several hosts may run it at once.",
+    ),
+}
+
+
+SLOTS: tuple[Block, ...] = (
+    "Every firing claims a slot in the ledger before it runs the job. A slot has a run key, "
+    "unique per job, so a slot runs once however many firings claim it.",
+    ("without `--schedule`",
+     "A firing's slot is the minute it fired in, and its run key that minute in UTC "
+     "(`2026-10-28T01:30:00Z`): cron's own granularity, and the rule Kubernetes uses to name a "
+     "CronJob's Jobs. Duplicate crontab entries, several hosts, or a person who runs the job "
+     "by hand in the minute cron did, run it once."),
+    ("with `--schedule` *EXPR*",
+     f"*EXPR* is a 5-field cron expression or one of {ALIASES}, read in `--tz` (default: "
+     "`CRON_TZ`, then `TZ`, then the system zone, then UTC; a variable naming no zone is an "
+     "error, never a silent fallback). A firing belongs to the latest fire time at or before "
+     f"its clock (up to {EARLY} early), provided it is at most {TOLERANCE} late, so hosts "
+     "firing the same minute a few seconds apart all claim one slot. The run key is the "
+     "slot's instant in UTC, or `--key` *TEMPLATE*, strftime(3) of the slot in its zone: "
+     "`%Y-%m-%d` runs the job once per local day, whichever of its fire times comes first. A "
+     "template without a `%` directive, or one that repeats a year apart, is refused. "
+     "`@reboot` is not a schedule (see CATCH-UP for `@reboot` lines). Six fields are refused "
+     "(a sixth would be seconds)."),
+    "A firing that matches no slot of `--schedule` (the host's clock is off, the crontab line "
+    "fires at another time than *EXPR* in `--tz`, cron reads the crontab in another zone, an "
+    "`@reboot` line, a person running the job by hand) is warned about on standard error and "
+    "in the run log (`warning`), and falls back to the most recent slot, with trigger "
+    "`catchup`, whatever `--catchup` says; only when that slot is older than "
+    "`--catchup-window` is it recorded `skipped` (`too_late`) instead. `cronwrap explain` "
+    "prints when a schedule fires on this host's clock.",
+    "Time zones follow cronie's cron.c. A fixed-time job (neither the minute nor the hour "
+    "field starts with `*`) whose time a spring-forward skips runs once, right after the jump; "
+    "one whose time a fall-back repeats runs once, at the first occurrence. A wildcard job "
+    "follows real time: no runs in the skipped hour, two in the repeated one. `cronwrap explain` "
+    "and `cronwrap lint` name the transitions of the next year that touch a schedule.",
+    "A slot that has had its run is not run again: a later firing of it is skipped with reason "
+    "`duplicate` (a `skip` event in the run log; no new row) and exits with "
+    "`--skip-exit-code`. Exceptions: a slot whose run failed, timed out or was killed is claimed "
+    "again while its attempts are fewer than `--max-attempts` (see RETRIES); a manual run "
+    "claims any slot that has not succeeded; `--force` runs even a slot that succeeded. A slot "
+    "whose run holds a live lease is never taken, not even with `--force`.",
+    "Manual runs: `--date` *YYYY-MM-DD* runs the schedule's first fire time on that day in its "
+    "zone, `--at` *TIMESTAMP* the fire time given (ISO 8601; without an offset, in the "
+    "schedule's zone; a time that is not a fire time is an error naming the nearest ones). The "
+    "run has trigger `manual`, and the job sees the slot's time in `CRONWRAP_SCHEDULED_AT` and "
+    "`CRONWRAP_BIZ_DATE`, never the time it started. A manual run does not count as the job's "
+    "last seen slot for catch-up, and never changes what the job's firings recorded.",
+    "Without `--schedule`, a manual run uses the schedule, zone and key template the ledger "
+    "recorded when cron fired the job (or the job's `[jobs.`*NAME*`]` table); `--tz` and "
+    "`--key` still override them. A job with no recorded schedule needs `--schedule` "
+    f"(exit status {errors.EXIT_CRONWRAP}, one line, nothing run).",
+    "Ranges: *FROM*`..`*TO* (whole days for `--date`, times for `--at`, both ends included) runs "
+    "every slot of the schedule in the range, oldest first, each as its own manual run with its "
+    "own run key and row; slots sharing a run key run once. Slots that already succeeded are "
+    "skipped and listed (unless `--force`); a slot another host is running is skipped, not "
+    "run twice. The range stops at the first slot that does not succeed and exits with that "
+    "run's status; `--keep-going` runs the rest and exits with the first failure's status. A "
+    "range of more than `--max-slots` slots is refused before anything runs.",
+    "`--dry-run` prints what a firing would do — each slot, and whether it would run, run "
+    "again, take over an abandoned run, be skipped (and why), or be recorded `missed` or "
+    "`skipped` (`too_late`) by catch-up — and claims, runs and writes nothing: the ledger is "
+    "read only, no lock is taken, no event logged; it exits with 0.",
+)
+
+
+CATCHUP: tuple[Block, ...] = (
+    "With `--schedule`, each firing asks the ledger for the newest scheduled slot it has seen "
+    "for the job and the run keys it knows; the slots in between that have no row were missed "
+    "(the host was down, cron was stopped, the crontab line was missing). The first firing of "
+    "a job never invents a backlog. What happens to them is `--catchup`:",
+    ("`none` (the default)", "They are recorded `missed`; only the firing's own slot runs."),
+    ("`latest`", "The newest of them runs, the others are recorded `missed`."),
+    ("`all`", "They run oldest first, at most `--max-catchup` of them; the rest are recorded "
+              "`missed`."),
+    "With any policy, missed slots older than `--catchup-window` are recorded `skipped` with "
+    "reason `too_late` instead. Catch-up runs come before the firing's own slot, all under the "
+    "one local lock, each with its own run key, trigger `catchup` and its original time in "
+    "`CRONWRAP_SCHEDULED_AT`. Slots that share a run key (`--key %Y-%m-%d` on an hourly "
+    f"schedule) count once. At most {catchup.MAX_MARKS} missed slots are recorded per firing; "
+    "older ones are counted in a warning, never recorded. A firing that finds the local lock "
+    "busy records only its own slot as `skipped`, and catches up nothing.",
+    "Until a firing records them, `status` counts slots that passed without any firing as "
+    "late (see MONITORING).",
+    "A host that was off: keep the job's real line, and add an `@reboot` line that runs the "
+    "same job with the same `--schedule`. Its firing matches no slot, so it runs the most recent "
+    "slot (trigger `catchup`) when that slot has no run yet, and is a `duplicate` otherwise; "
+    "with `--catchup latest` it also runs the newest older missed slot, with `all` the older "
+    "missed slots oldest first. Each boot writes the no-slot warning to standard error, and a "
+    "slot run this way leaves the job's health at `warning` (its firing was far from its slot) "
+    "until the next regular run.",
+    "A slot whose runner died has a row (`abandoned`), so catch-up does not run it again: the "
+    "next claim of that same slot takes it over (see LEDGER), for example a manual run with "
+    "`--date`.",
+)
+
+
+RETRIES: tuple[Block, ...] = (
+    "`--retries` *N* runs a slot again, up to *N* more times within the same invocation, when "
+    "its run failed with an exit status in `--retry-on` (default "
+    f"{retry.EX_TEMPFAIL}, EX_TEMPFAIL), or timed out and `--retry-on` includes `timeout`. A "
+    "run that was killed (by a signal, or `lease_lost`) is never retried. Before each retry "
+    "cronwrap sleeps a random time between 0 and `--retry-delay` x 2^(*k*-1) for the *k*th "
+    "retry, capped by `--retry-max-delay` (exponential backoff with full jitter), and logs a "
+    "`retry` event. A retry that would not end before the schedule's next slot (its delay "
+    "plus `--timeout`, or the last attempt's duration) is not made (`retry_skipped`): the next "
+    "firing is the better retry. Each attempt claims the slot again, with attempt + 1 "
+    "(`CRONWRAP_ATTEMPT`) and a new fence, and keeps its own output file.",
+    "`--max-attempts` *N* (default 1 + `--retries`) caps the claims of one slot across "
+    "invocations: a later firing of the same slot (a duplicate entry, another host, a person "
+    "in the same minute) claims a failed, timed-out or killed run again while it has had fewer "
+    "than *N* attempts, whatever its exit status; at *N* it is a `duplicate`. Manual runs are "
+    "not capped. The slot's exit status, hooks and finish ping are those of its last attempt.",
+)
+
+
+HOOKS: tuple[Block, ...] = (
+    "`--on-failure` and `--on-success` are shell commands, run by `/bin/sh -c` after a slot's "
+    "last attempt, in a session of their own with standard input from /dev/null and their "
+    "output captured (the end of it is reported on cronwrap's standard error when the hook "
+    "fails). A hook gets the "
+    "job's environment plus the variables listed under ENVIRONMENT (Seen by hooks), and is "
+    "ended after "
+    f"`--hook-timeout` (TERM to its process group, KILL {HOOK_KILL} later). A `hook` event "
+    "records its exit status and duration; its failure never changes cronwrap's exit status. "
+    "A skip runs no hook; each catch-up run has its own.",
+    "`--alert-after` *N* (greater than 1) makes `--on-failure` wait for *N* failed slots in a "
+    "row (failed, timed out or killed, counted in the ledger; a retried slot counts once): it "
+    "runs with `CRONWRAP_ALERT=failing` on the *N*th and every further failure, and once "
+    "more, with `CRONWRAP_ALERT=recovered`, on the first success after such a streak, "
+    "instead of `--on-success`, so the channel that was alerted hears that it is resolved.",
+    "`--ping` *URL* follows healthchecks.io: *URL*`/start` (GET) when each attempt starts, "
+    "then after the slot's last attempt *URL*`/0` on success or *URL*`/`*STATUS* with "
+    "cronwrap's exit status (`/fail` when a run that did not succeed has status 0), POSTing "
+    f"the output tail (the last {size_text(runlog.ERROR_TAIL)}). A query string "
+    "(`?create=1`) is kept; `user:password@` becomes a Basic authorization header and is "
+    f"never logged. Each ping has a {PING_TIMEOUT} timeout and {PING_RETRIES} retries on "
+    "connection errors, timeouts and 5xx answers, in a thread of its own; before exiting "
+    f"cronwrap waits at most {PING_WAIT} in all for pings still in flight, then gives up and "
+    "logs `ping_failed`. A skip pings nothing.",
+)
+
+
+MONITORING: tuple[Block, ...] = (
+    "Health, as `status` shows it: `critical` when slots of the schedule passed without any "
+    f"firing (more than {LATE_GRACE} ago: late), when slots were recorded `missed` in the "
+    "`--since` window, or when the last run failed, timed out or was killed; `warning` when a "
+    "run is `abandoned`, or when the last run's firing was more than "
+    f"{LATE_GRACE} away from its slot (the host's clock, zone or crontab line is off; an "
+    "`@reboot` catch-up counts too); `ok` otherwise.",
+    "`status --check` is a Nagios/Icinga plugin: it prints one line, *CRONWRAP* *STATE* `-` "
+    "*counts*`:` *reasons* `|` *perfdata*, and exits "
+    f"{errors.CHECK_OK} OK, {errors.CHECK_WARNING} WARNING, {errors.CHECK_CRITICAL} CRITICAL "
+    f"or {errors.CHECK_UNKNOWN} UNKNOWN (no job matches). A job is CRITICAL when its last run "
+    "failed, timed out, was killed or missed, when it has missed or late slots, or when it has "
+    "not succeeded within `--max-age`; WARNING when a run has been running longer than "
+    "`--warn-duration`, or longer than the 95th percentile of its recent successful "
+    "durations (when it has 5 or more among its last 50), or when `status` says `warning`. The "
+    "perfdata has, per job, *NAME*`_duration`, *NAME*`_missed` and *NAME*`_since_success`. "
+    "An invalid option or an unreadable ledger exits "
+    f"{errors.EXIT_CRONWRAP}, as every command does, not {errors.CHECK_UNKNOWN}.",
+    "`status --format prometheus` prints the Prometheus text format, every family a gauge "
+    "with a `job` label: " + ", ".join(f"`{name}`" for name, _ in monitor.FAMILIES) + ". "
+    "`--textfile` *FILE* writes the same to *FILE* atomically (a temporary file in its "
+    "directory, then a rename), mode "
+    f"{monitor.TEXTFILE_MODE:04o}, for the node_exporter textfile collector; it refuses a "
+    "symlink. Run it from cron every minute.",
+)
