@@ -269,6 +269,48 @@ class Bench:
                  f"{wall['floor']:.1f} ms, ratio {wall['pg'] / wall['floor']:.2f}x",
                  budget, ratio <= 3.0)
 
+    def config_file(self) -> Path:
+        """A config file of a few jobs, as an operator keeps one: defaults, and five jobs with
+        schedules, timeouts and hooks; the firing's job is one of them."""
+        path = self.tmp / "config.toml"
+        jobs = "".join(
+            f'[jobs.job{i}]\nschedule = "{i * 7} 2 * * *"\ntz = "Europe/Berlin"\n'
+            f'timeout = "{i + 1}h"\nkill-after = "30s"\non-failure = "logger -t cron job{i}"\n\n'
+            for i in range(5))
+        path.write_text('[defaults]\nlock = "flock"\ncatchup = "latest"\nkeep-logs = "30d"\n\n'
+                        + jobs, encoding="utf-8")
+        return path
+
+    def startup_config(self) -> None:
+        """The firing with a config file in place (its schedule, zone and options from the
+        file), on SQLite against the floor wrapper, and on PostgreSQL against that SQLite
+        firing; the plain SQLite firing beside them shows what the file costs."""
+        n = 15 if self.quick else 60
+        commands = self.startup_commands()
+        del commands["flock"]
+        config = str(self.config_file())
+        argv = [self.exe, "run", "-n", "job3", "--force", "--", "true"]
+        commands["sqlite_config"] = (argv, self.env("startup-config",
+                                                    CRONWRAP_CONFIG=config))
+        pg = self.pg()
+        if pg:
+            commands["pg_config"] = (argv, self.env("startup-config-pg", CRONWRAP_CONFIG=config,
+                                                    CRONWRAP_DB=self.create_database("config")))
+        samples = self.firings(commands, n)
+        wall = {k: statistics.median(w for w, _ in v) for k, v in samples.items()}
+        ratio = wall["sqlite_config"] / wall["floor"]
+        self.row(f"run -- true with a config file of 5 jobs, SQLite, median of {n}",
+                 f"ratio to the floor wrapper {ratio:.2f}x (verdict); {wall['sqlite_config']:.1f} "
+                 f"ms; without the file {wall['sqlite']:.1f} ms; floor {wall['floor']:.1f} ms",
+                 "≤ 1.5x the floor wrapper", ratio <= 1.5)
+        what = f"run -- true with a config file of 5 jobs, PostgreSQL, median of {n}"
+        budget = "≤ 3.0x the SQLite firing with the file"
+        if not pg:
+            return self.skipped_pg(what, budget)
+        ratio = wall["pg_config"] / wall["sqlite_config"]
+        self.row(what, f"ratio to the SQLite firing with the file {ratio:.2f}x (verdict); "
+                       f"{wall['pg_config']:.1f} ms", budget, ratio <= 3.0)
+
     def big_output(self) -> None:
         size = GIB // 4 if self.quick else GIB
         env = self.env("big")
@@ -803,7 +845,7 @@ class Bench:
             print(f"files of this run kept in {self.tmp}", flush=True)
 
 
-MEASUREMENTS = ("startup", "startup_pg", "big_output", "term_lateness", "race", "takeover",
+MEASUREMENTS = ("startup", "startup_pg", "startup_config", "big_output", "term_lateness", "race", "takeover",
                 "status", "connections", "burst", "fleet")
 
 

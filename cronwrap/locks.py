@@ -119,6 +119,26 @@ def open_lock_file(path: Path) -> int:
     return open_private(path, os.O_RDONLY | os.O_CREAT, single_link=True)
 
 
+class _Lock:
+    """What both kinds share: the lock file's descriptor (``path`` is never written) and the
+    holder record in cronwrap's private lock directory, which names the holder."""
+
+    kind: str
+
+    def __init__(self, path: Path, lock_dir: Path) -> None:
+        self.path = path
+        self.fd = open_lock_file(path)
+        self.record = HolderFile(lock_dir, self.fd)
+        self.here = procs.Runner("")
+        self.stale: Holder | None = None  # the dead holder this one replaced, if any
+
+    def holder(self) -> Holder | None:
+        return self.record.read()
+
+    def set_job(self, job_pid: int, job_start: int) -> None:
+        self.record.write(_me(job_pid, job_start, self.here))
+
+
 # Not filelock's FileLock (checked with 4.3.2, what the package index gives; its soft locks need
 # >= 4.2.1 for GHSA-fq56-3cx3-fjxp): it opens the lock file O_RDWR, so a job's own read-only
 # script cannot be locked by its owner (PermissionError as uid 65534 on a 0555 script, where
@@ -131,17 +151,13 @@ def open_lock_file(path: Path) -> int:
 # ARCHITECTURE.md §9).
 # ``filelock.lock_descriptor(fd)``, which locks a caller's descriptor, is this one
 # fcntl.flock call behind that import.
-class FlockLock:
+class FlockLock(_Lock):
     """Held while the wrapper or any process of the job that inherited ``fd`` lives."""
 
     kind = "flock"
 
     def __init__(self, path: Path, lock_dir: Path) -> None:
-        self.path = path
-        self.fd = open_lock_file(path)
-        self.record = HolderFile(lock_dir, self.fd)
-        self.here = procs.Runner("")
-        self.stale: Holder | None = None
+        super().__init__(path, lock_dir)
         self.unnamed = False
 
     def try_acquire(self) -> bool:
@@ -154,15 +170,9 @@ class FlockLock:
         self.unnamed = not self.record.write(_me(here=self.here))
         return True
 
-    def holder(self) -> Holder | None:
-        return self.record.read()
-
     @property
     def fd_for_job(self) -> int | None:
         return self.fd
-
-    def set_job(self, job_pid: int, job_start: int) -> None:
-        self.record.write(_me(job_pid, job_start, self.here))
 
     def release(self) -> None:
         if self.fd >= 0:
@@ -179,17 +189,13 @@ class FlockLock:
 # marker silently, where a takeover must be logged with the holder it replaced; and its
 # import costs 36 ms per firing (above). Its identity rules match ours (PID + start time + boot
 # ID; another PID namespace counts as alive).
-class PidLock:
+class PidLock(_Lock):
     """The holder record is the lock, checked and written under a brief flock for atomicity."""
 
     kind = "pid"
 
     def __init__(self, path: Path, lock_dir: Path) -> None:
-        self.path = path
-        self.fd = open_lock_file(path)
-        self.record = HolderFile(lock_dir, self.fd)
-        self.here = procs.Runner("")
-        self.stale: Holder | None = None
+        super().__init__(path, lock_dir)
         self.held = False
 
     def try_acquire(self) -> bool:
@@ -207,15 +213,9 @@ class PidLock:
         finally:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
 
-    def holder(self) -> Holder | None:
-        return self.record.read()
-
     @property
     def fd_for_job(self) -> int | None:
         return None
-
-    def set_job(self, job_pid: int, job_start: int) -> None:
-        self.record.write(_me(job_pid, job_start, self.here))
 
     def release(self) -> None:
         if self.fd < 0:
