@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from cronwrap import locks
     from cronwrap.ledger import base
     from cronwrap.invocation import Invocation
+    from cronwrap.spec import JobSpec
 
 FINISH_RETRIES = 3
 FINISH_DB_WAIT = 10.0  # a finish waits at most this long for a full server (then: the outbox)
@@ -77,7 +78,7 @@ def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
     if capture.error:  # e.g. the disk filled up while the job ran: the capture is cut short
         inv.events.report(capture.error)
     status = outcome.exit_status(spec.preserve_status)
-    result = finish_of(outcome, status, capture, log_file,
+    result = finish_of(spec, outcome, status, capture, log_file,
                        heartbeat is not None and heartbeat.lost)
     if ledger is not None:
         record_finish(inv, ledger, run, result)
@@ -139,12 +140,14 @@ def wrapper_usage() -> dict[str, int]:
             "wrapper_maxrss_kb": peak}
 
 
-def finish_of(outcome, exit_status: int, capture: OutputCapture, log_file: Path,
-              lease_lost: bool) -> Finish:
+def finish_of(spec: JobSpec, outcome, exit_status: int, capture: OutputCapture,
+              log_file: Path, lease_lost: bool) -> Finish:
     """The run's record. Its exit_code is the status cronwrap returned for it (124, or 137
     when KILL was needed, for a timeout; 128+N for a signal; the job's own otherwise): what
-    cron saw is what the ledger says. The ending signal and timed_out are kept beside it."""
-    status, reason = policy.ended_as(outcome, lease_lost)
+    cron saw is what the ledger says. The ending signal and timed_out are kept beside it;
+    --success-exit/--warning-exit change only the status recorded."""
+    status, reason = policy.ended_as(outcome, lease_lost, spec.success_exit,
+                                     spec.warning_exit or frozenset())
     tail = capture.error_tail()
     if outcome.spawn_error:  # it names the command, which may hold undecodable bytes
         error = outcome.spawn_error.encode("utf-8", "backslashreplace").decode()

@@ -98,7 +98,7 @@ def verdict(inv: Invocation, ledger: base.Ledger | None, slot: SlotRun) -> str:
         if row.status == base.RUNNING:
             return f"skip: running now on {row.host} (run {row.run_id}, pid {row.pid})"
         return (f"skip: already ran (run {row.run_id}, {row.status})"
-                + ("; --force runs it again" if row.status == base.SUCCEEDED else
+                + ("; --force runs it again" if row.status in base.DONE_STATUSES else
                    "; no attempts left: --max-attempts, or --date/--at by hand, runs it"))
     if row is None:
         return "run (attempt 1)"

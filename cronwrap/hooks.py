@@ -1,4 +1,5 @@
-"""After the run: ``--on-failure``/``--on-success`` hooks and healthchecks-style ``--ping``.
+"""After the run: ``--on-failure``/``--on-success``/``--on-warning`` hooks and
+healthchecks-style ``--ping``.
 
 Once the job has run, nothing here may change its exit status or hold cronwrap up for long:
 ``run_hook`` never raises and is bounded by its timeout; ``Pinger`` sends each ping from a
@@ -45,7 +46,8 @@ class HookResult(Record):
 # What a hook sees on top of the job's own variables (jobenv.JOB_VARIABLES): the registry the
 # docs are made from. hook_env sets them, in this order; CRONWRAP_ALERT only when given.
 HOOK_VARIABLES = {
-    "CRONWRAP_STATUS": "the run's status: `succeeded`, `failed`, `timeout` or `killed`",
+    "CRONWRAP_STATUS": "the run's status: `succeeded`, `warning`, `failed`, `timeout` or "
+                       "`killed`",
     "CRONWRAP_EXIT_CODE": "the status cronwrap exits with for the run (the job's own; 124, or "
                           "137 when KILL was needed, after a timeout; 128+*N* after signal "
                           "*N*); empty when unknown",
@@ -248,7 +250,8 @@ def ping_url(base: str, suffix: str) -> str:
 class Pinger:
     """healthchecks.io-style pings: ``start()`` sends URL/start; ``finish()`` sends
     URL/<exit status> (0 is success, anything else a failure) with the output tail as the POST
-    body, or URL/fail for a run that failed without a status of its own (or with 0).
+    body, or URL/fail for a run that failed without a status of its own (or with 0). A ping
+    service knows no warning: a run recorded ``warning`` is done, and pings URL/0.
 
     Each ping goes from its own daemon thread, in order (a finish waits for its start), with
     two quick retries (0.5 s, 1 s) on connection errors, timeouts and 5xx. Nothing here
@@ -264,7 +267,7 @@ class Pinger:
         self._send(ping_url(self.url, "start"), None)
 
     def finish(self, status: str, exit_code: int | None, output_tail: str | bytes | None) -> None:
-        if status == "succeeded":
+        if status in ("succeeded", "warning"):
             suffix = "0"
         elif exit_code:
             suffix = str(exit_code)

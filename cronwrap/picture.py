@@ -11,7 +11,8 @@ from cronwrap.ledger.base import Run
 from cronwrap.record import Record
 
 
-MARKS = {base.SUCCEEDED: ("✓", "green"), base.FAILED: ("✗", "red"),
+MARKS = {base.SUCCEEDED: ("✓", "green"), base.WARNING: ("!", "yellow"),
+         base.FAILED: ("✗", "red"),
          base.TIMEOUT: ("T", "magenta"), base.KILLED: ("K", "red"),
          base.SKIPPED: ("·", "dim"), base.MISSED: ("○", "yellow"),
          base.RUNNING: ("▶", "cyan"), base.ABANDONED: ("?", "yellow")}
@@ -92,7 +93,7 @@ def _legend(shown: list[str], durations: list[float | None],
             start = len("  ".join(parts)) + 2
             exits = sorted({c for s, c in zip(shown, codes) if s == status and c is not None})
             exit_text = f" (exit {', '.join(map(str, exits))})" if exits and status in \
-                (base.FAILED, base.TIMEOUT, base.KILLED) else ""
+                (base.WARNING, base.FAILED, base.TIMEOUT, base.KILLED) else ""
             parts.append(f"{mark} {n} {WORDS.get(status, status)}{exit_text}")
             spans.append((2, start, start + len(mark), style))
     known = [d for d in durations if d is not None]

@@ -11,7 +11,7 @@ from cronwrap.ledger.base import Reason, Status
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Set
     from datetime import datetime
     from random import Random
     from typing import Protocol
@@ -31,17 +31,21 @@ if TYPE_CHECKING:
 BAD = (Status.FAILED, Status.TIMEOUT, Status.KILLED)
 
 
-def ended_as(outcome: Outcome, lease_lost: bool) -> tuple[Status, Reason | None]:
-    """The status a run's end is recorded with, and its reason."""
+def ended_as(outcome: Outcome, lease_lost: bool, success: Set[int] = frozenset({0}),
+             warning: Set[int] = frozenset()) -> tuple[Status, Reason | None]:
+    """The status a run's end is recorded with, and its reason. ``success``/``warning``: the
+    exit statuses of --success-exit/--warning-exit; any other status is a failure. A timeout,
+    a signal or a job that could not be started is never a success, whatever its code."""
     if lease_lost or outcome.stop_reason == Reason.LEASE_LOST:
         return Status.KILLED, Reason.LEASE_LOST
     if outcome.timed_out:
         return Status.TIMEOUT, None
-    if outcome.spawn_error or (outcome.exit_code or 0) != 0:
+    code = outcome.exit_code or 0
+    if outcome.spawn_error or (code not in success and code not in warning):
         return Status.FAILED, None
     if outcome.signal is not None:
         return Status.KILLED, None
-    return Status.SUCCEEDED, None
+    return (Status.WARNING if code in warning else Status.SUCCEEDED), None
 
 
 PAST_NEXT_SLOT = "would run past the next slot"
@@ -70,7 +74,9 @@ def retry_delay(spec: JobSpec, status: str, exit_code: int | None, duration_ms: 
 
 def failure_streak(runs: Iterable[Run]) -> int:
     """Failed slots in a row, newest first (``runs`` newest first); a success just recorded
-    is passed over, so that a recovery sees the streak it ends."""
+    is passed over, so that a recovery sees the streak it ends. Warnings, like skips, neither
+    count nor end a streak: --alert-after counts failures, and a job that fails and warns by
+    turns has not recovered."""
     finished = [r for r in runs if r.status in (Status.SUCCEEDED, *BAD)]
     if finished and finished[0].status == Status.SUCCEEDED:
         finished = finished[1:]
@@ -82,10 +88,14 @@ def failure_streak(runs: Iterable[Run]) -> int:
     return streak
 
 
-def choose_hook(spec: JobSpec, ok: bool, streak: int) -> tuple[str | None, str | None]:
-    """The hook to run and CRONWRAP_ALERT: under --alert-after N, --on-failure runs from the
-    N-th failed slot in a row on ("failing"), and once more ("recovered") at the success
-    that ends such a streak — the channel that was paged hears it is over."""
+def choose_hook(spec: JobSpec, status: str, streak: int) -> tuple[str | None, str | None]:
+    """The hook to run and CRONWRAP_ALERT. A warning runs --on-warning, always. Under
+    --alert-after N, --on-failure runs from the N-th failed slot in a row on ("failing"), and
+    once more ("recovered") at the success that ends such a streak — the channel that was
+    paged hears it is over."""
+    if status == Status.WARNING:
+        return spec.on_warning, None
+    ok = status == Status.SUCCEEDED
     if spec.alert_after <= 1:
         return (spec.on_success if ok else spec.on_failure), None
     if not ok:
@@ -102,8 +112,8 @@ def firing_status(statuses: list[int]) -> int:
 
 
 def stops_here(spec: JobSpec, ran_and_failed: bool) -> bool:
-    """A --date/--at range stops at the first slot that ran and did not succeed, unless
-    --keep-going; a firing's catch-ups all run."""
+    """A --date/--at range stops at the first slot that ran and did not succeed (a warning
+    is done: the range goes on), unless --keep-going; a firing's catch-ups all run."""
     return ran_and_failed and (spec.date is not None or spec.at is not None) \
         and not spec.keep_going
 

@@ -52,6 +52,8 @@ def assess(summary: JobSummary, now: datetime, missed: int = 0, late: int = 0) -
     shown = last.shown_status(now)
     if shown in BAD_STATUSES:
         return CRITICAL, f"last run {shown}"
+    if shown == base.WARNING:
+        return WARNING, f"last run warning ({warning_detail(last)})"
     if last.skew_ms is not None and abs(last.skew_ms) > LATE_GRACE.total_seconds() * 1000:
         return WARNING, (f"host {last.host} fired {abs(last.skew_ms) / 1000:.0f}s "
                          f"{'after' if last.skew_ms > 0 else 'before'} the slot: check its clock")
@@ -59,6 +61,11 @@ def assess(summary: JobSummary, now: datetime, missed: int = 0, late: int = 0) -
     if abandoned:
         return WARNING, f"run {abandoned[-1].run_id} abandoned (its runner is gone)"
     return OK, f"last run {shown}"
+
+
+def warning_detail(run: Run) -> str:
+    """Why a run was recorded ``warning``: its reason (``too_fast``), else its exit status."""
+    return run.skip_reason or f"exit {run.exit_code}"
 
 
 def job_reports(ledger: base.Ledger, since: datetime, names: list[str] | None,
@@ -125,7 +132,8 @@ def duration_text(run: Run | None) -> str:
     return format_duration(run.duration_ms / 1000)
 
 
-_COLOURS = {base.SUCCEEDED: "green", base.FAILED: "red", base.TIMEOUT: "magenta",
+_COLOURS = {base.SUCCEEDED: "green", base.WARNING: "yellow", base.FAILED: "red",
+            base.TIMEOUT: "magenta",
             base.KILLED: "red", base.SKIPPED: "dim", base.MISSED: "yellow",
             base.RUNNING: "cyan", base.ABANDONED: "yellow"}
 _HEALTH = {OK: "green", WARNING: "yellow", CRITICAL: "bold red"}

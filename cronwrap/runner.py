@@ -215,7 +215,7 @@ def run_slot(inv: Invocation, ledger: base.Ledger | None, slot: SlotRun,
             break  # the slot was taken in the meantime (another host retried it)
         attempt = again
     after_slot(inv, ledger, attempt)
-    return attempt.exit_status, attempt.result.status != Status.SUCCEEDED
+    return attempt.exit_status, attempt.result.status not in base.DONE_STATUSES
 
 
 def retry_delay(inv: Invocation, attempt: Attempt, first: int) -> float | None:
@@ -242,9 +242,8 @@ def after_slot(inv: Invocation, ledger: base.Ledger | None, attempt: Attempt) ->
     spec, result = inv.spec, attempt.result
     if inv.pinger is not None:
         inv.pinger.finish(result.status, attempt.exit_status, result.error_tail)
-    ok = result.status == Status.SUCCEEDED
     streak = failure_streak(inv, ledger) if spec.alert_after > 1 else 0
-    hook, alert = policy.choose_hook(spec, ok, streak)
+    hook, alert = policy.choose_hook(spec, result.status, streak)
     if hook is None:
         return
     from cronwrap import hooks
@@ -252,14 +251,21 @@ def after_slot(inv: Invocation, ledger: base.Ledger | None, attempt: Attempt) ->
     env = hooks.hook_env(attempt.env, result.status, attempt.exit_status, result.duration_ms,
                          result.error_tail, alert)
     outcome = inv.world.run_hook(hook, env, spec.hook_timeout)
-    inv.event(Event.HOOK, run=attempt.run,
-              hook="on-success" if hook == spec.on_success else "on-failure", alert=alert,
+    inv.event(Event.HOOK, run=attempt.run, hook=hook_name(spec, result.status, alert),
+              alert=alert,
               exit_code=outcome.exit_code, timed_out=outcome.timed_out,
               duration_ms=int(outcome.duration * 1000))
     if not outcome.ok:
         inv.events.report(f"{spec.name}: hook exited {outcome.exit_code}"
                           f"{' (timed out)' if outcome.timed_out else ''}: "
                           f"{outcome.output_tail.strip()[-300:]}")
+
+
+def hook_name(spec: JobSpec, status: str, alert: str | None) -> str:
+    """Which hook ran, for the run log (two options may name the same command)."""
+    if status == Status.WARNING:
+        return "on-warning"
+    return "on-success" if status == Status.SUCCEEDED and alert is None else "on-failure"
 
 
 def failure_streak(inv: Invocation, ledger: base.Ledger | None) -> int:

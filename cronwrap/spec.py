@@ -109,6 +109,19 @@ def exit_code(text: str, label: str) -> int:
     return int(text)
 
 
+def exit_codes(text: str, label: str) -> frozenset[int]:
+    """``0,24`` or ``1-3,24``: exit statuses 0-255, comma-separated, ranges allowed."""
+    codes: set[int] = set()
+    for part in text.split(","):
+        first, dash, last = part.strip().partition("-")
+        if not (small_number(first, 3) and (not dash or small_number(last, 3))) \
+                or int(first) > 255 or (dash and not int(first) <= int(last) <= 255):
+            raise UsageError(f"{label}: {part.strip()!r} is not an exit status 0-255 or a range "
+                             "of them (example: 0,24 or 1-3)")
+        codes.update(range(int(first), int(last if dash else first) + 1))
+    return frozenset(codes)
+
+
 def choice(*choices: str) -> Callable[[str, str], str]:
     def parse(text: str, label: str) -> str:
         if text not in choices:
@@ -264,6 +277,13 @@ OPTIONS: tuple[Option, ...] = (
            "(instead of 124/137).", "Timeout", default=False),
     Option("leave-orphans", "Leave descendants running when the main process exits (default: "
            "end them as a timeout would, and log it).", "Timeout", default=False),
+    Option("success-exit", "Exit statuses recorded `succeeded`, comma-separated, ranges "
+           "allowed (rsync's vanished files: 0,24). 0 is always one, as with systemd's "
+           "SuccessExitStatus=. cronwrap still exits with the job's own status.", "Outcome",
+           exit_codes, "CODES", frozenset({0})),
+    Option("warning-exit", "Exit statuses recorded `warning` (done, but look at it: health "
+           "warning, --on-warning instead of --on-failure, no retry, no catch-up). Never 0 nor "
+           "one of --success-exit.", "Outcome", exit_codes, "CODES"),
     Option("schedule", "The job's cron expression (5 fields, or @hourly @daily @midnight "
            "@weekly @monthly @yearly @annually): a firing maps to the slot at or just before "
            "its clock, so hosts seconds apart claim one slot; missed slots can be caught up.",
@@ -344,6 +364,8 @@ OPTIONS: tuple[Option, ...] = (
            "CRONWRAP_DURATION_MS and CRONWRAP_OUTPUT_TAIL.", "Hooks", command_text, "CMD"),
     Option("on-success", "Shell command run when a slot's run succeeded (same environment).",
            "Hooks", command_text, "CMD"),
+    Option("on-warning", "Shell command run when a slot's run was recorded `warning` (same "
+           "environment; --on-failure does not run for it).", "Hooks", command_text, "CMD"),
     Option("hook-timeout", "A hook is killed after this long; its failure never changes the "
            "job's exit status.", "Hooks", positive_duration, "DURATION", 60.0),
     Option("alert-after", "Run --on-failure only from the N-th failed slot in a row on "
@@ -405,7 +427,20 @@ def build_spec(command: list[str], given: Mapping[str, str | bool], environ: Map
         values["host"] = default_host()
     if values.get("env_file"):
         values["env_extra"] = read_env_file(values["env_file"])
+    values["success_exit"] = values.get("success_exit", frozenset()) | {0}
+    check_exit_sets(values["success_exit"], values.get("warning_exit") or frozenset(), labels)
     return JobSpec(command=list(command), **values)
+
+
+def check_exit_sets(success: frozenset[int], warning: frozenset[int],
+                    labels: Mapping[str, str] | None) -> None:
+    """An exit status is a success or a warning, never both; 0 is always a success."""
+    both = sorted(success & warning)
+    if both:
+        label = (labels or {}).get("warning-exit", "--warning-exit")
+        raise UsageError(f"{label}: {', '.join(map(str, both))} "
+                         f"{'is' if len(both) == 1 else 'are'} also a success (0 always is, "
+                         "and --success-exit); give each exit status one meaning")
 
 
 def default_name(command: list[str]) -> str:

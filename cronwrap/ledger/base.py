@@ -25,6 +25,7 @@ class Status(StrEnum):
 
     RUNNING = "running"
     SUCCEEDED = "succeeded"
+    WARNING = "warning"
     FAILED = "failed"
     TIMEOUT = "timeout"
     KILLED = "killed"
@@ -36,7 +37,10 @@ class Status(StrEnum):
 STATUS_MEANINGS = {  # the registry the docs are made from
     Status.RUNNING: "Claimed; the job is running and its wrapper renews the run's lease "
                     "every lease/3.",
-    Status.SUCCEEDED: "The job exited with status 0.",
+    Status.SUCCEEDED: "The job exited with status 0 or another of `--success-exit`.",
+    Status.WARNING: "Done, but look at it: the job exited with one of `--warning-exit`. The "
+                    "slot is done (no retry, no catch-up; `--date` runs it again only with "
+                    "`--force`); health is `warning`.",
     Status.FAILED: "The job exited with another status, or was not found or not executable.",
     Status.TIMEOUT: "The job reached `--timeout` and was ended; never `failed`, even when it "
                     "needed KILL.",
@@ -91,8 +95,10 @@ class Mark(Record):
 
 
 # The names the code has always used; each is the enum member itself, not a second spelling.
-RUNNING, SUCCEEDED, FAILED, TIMEOUT, KILLED, SKIPPED, MISSED, ABANDONED = Status
-FINAL_STATUSES = (SUCCEEDED, FAILED, TIMEOUT, KILLED, SKIPPED, MISSED)
+RUNNING, SUCCEEDED, WARNING, FAILED, TIMEOUT, KILLED, SKIPPED, MISSED, ABANDONED = Status
+FINAL_STATUSES = (SUCCEEDED, WARNING, FAILED, TIMEOUT, KILLED, SKIPPED, MISSED)
+DONE_STATUSES = (SUCCEEDED, WARNING)  # the slot is done: a claim is a duplicate without --force
+BAD_STATUSES = (FAILED, TIMEOUT, KILLED)  # the run did not succeed: health critical, retryable
 OVERLAP, DUPLICATE, TOO_LATE, LEASE_LOST = Reason
 
 UTC = timezone.utc

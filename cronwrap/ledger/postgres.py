@@ -403,8 +403,8 @@ class PostgresLedger(SqlLedger):
         return None if self.clock is None else datetime.fromtimestamp(self.clock(), timezone.utc)
 
     def claim(self, req: ClaimRequest) -> Claim:
-        """ARCHITECTURE.md §3's claim as one call of cronwrap_claim() (migration 3), the same protocol
-        as SqlLedger.claim. A live run of this very runner in the way comes back as 'check'
+        """ARCHITECTURE.md §3's claim as one call of cronwrap_claim() (migrations 3, 4), the
+        same protocol as SqlLedger.claim. A live run of this very runner in the way comes back as 'check'
         first: its PID is looked up here, and the function is called once more saying which
         of them are gone."""
         gone: list[int] = []

@@ -31,7 +31,7 @@ def decide(row: Run, req: ClaimRequest, now: datetime) -> str | None:
         return None if expired else base.DUPLICATE  # never steal a live lease, even with --force
     if row.status in (base.SKIPPED, base.MISSED, "pending") or req.force:
         return None
-    if row.status == base.SUCCEEDED:
+    if row.status in base.DONE_STATUSES:
         return base.DUPLICATE
     if req.trigger == "manual" or row.attempt < req.max_attempts:
         return None

@@ -189,6 +189,18 @@ def test_succeeded_slot_runs_again_only_with_force(ledger):
     assert forced.run.attempt == 2 and forced.run.fence == run.fence + 1
 
 
+def test_a_warning_slot_is_done_like_a_succeeded_one(ledger):
+    """--warning-exit and --min-duration record `warning`: no retry by --max-attempts, a
+    manual run needs --force (PostgreSQL: cronwrap_claim() of migration 4)."""
+    run = ledger.claim(req()).run
+    ledger.finish(run, done("warning", 1))
+    assert ledger.claim(req(max_attempts=3)).skip_reason == base.DUPLICATE
+    assert ledger.claim(req(trigger="manual")).skip_reason == base.DUPLICATE
+    assert ledger.preview(req(trigger="manual")).skip_reason == base.DUPLICATE
+    forced = ledger.claim(req(trigger="manual", force=True)).run
+    assert forced.attempt == 2
+
+
 def test_failed_slot_is_retryable_by_attempts_or_by_hand(ledger):
     run = ledger.claim(req()).run
     ledger.finish(run, done("failed", 1))

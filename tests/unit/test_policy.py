@@ -41,3 +41,41 @@ def test_a_firing_exits_with_its_first_failure():
     assert policy.firing_status([0, 3, 0, 5]) == 3
     assert policy.firing_status([0, 0]) == 0
     assert policy.firing_status([]) == 0
+
+
+def test_success_and_warning_exit_codes_choose_the_status():
+    success, warning = frozenset({0, 24}), frozenset({1})
+    assert policy.ended_as(outcome(exit_code=24), False, success, warning) == \
+        (Status.SUCCEEDED, None)
+    assert policy.ended_as(outcome(exit_code=1), False, success, warning) == (Status.WARNING, None)
+    assert policy.ended_as(outcome(exit_code=2), False, success, warning) == (Status.FAILED, None)
+    assert policy.ended_as(outcome(exit_code=24), False) == (Status.FAILED, None)
+    # a code never turns a timeout, a signal or a command that could not start into a success
+    assert policy.ended_as(outcome(exit_code=1, timed_out=True), False, success, warning) == \
+        (Status.TIMEOUT, None)
+    assert policy.ended_as(outcome(exit_code=None, signal=15), False, success, warning) == \
+        (Status.KILLED, None)
+    assert policy.ended_as(outcome(exit_code=127, spawn_error="not found: x"), False,
+                           frozenset({0, 127}), warning) == (Status.FAILED, None)
+
+
+def spec(**kw):
+    from cronwrap.spec import JobSpec
+
+    return JobSpec(command=["true"], **{**dict(on_failure="fail", on_success="ok",
+                                               on_warning="look"), **kw})
+
+
+def test_a_warning_runs_on_warning_and_never_on_failure():
+    assert policy.choose_hook(spec(), Status.WARNING, 0) == ("look", None)
+    assert policy.choose_hook(spec(alert_after=2), Status.WARNING, 5) == ("look", None)
+    assert policy.choose_hook(spec(on_warning=None), Status.WARNING, 0) == (None, None)
+    assert policy.choose_hook(spec(), Status.FAILED, 0) == ("fail", None)
+    assert policy.choose_hook(spec(), Status.SUCCEEDED, 0) == ("ok", None)
+    assert policy.choose_hook(spec(alert_after=2), Status.SUCCEEDED, 2) == ("fail", "recovered")
+
+
+def test_warnings_neither_count_nor_end_a_failure_streak():
+    assert policy.failure_streak(runs("failed", "warning", "failed", "succeeded")) == 2
+    assert policy.failure_streak(runs("warning", "failed", "failed")) == 2
+    assert policy.failure_streak(runs("succeeded", "warning", "failed", "warning")) == 1

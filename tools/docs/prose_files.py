@@ -57,6 +57,8 @@ EXIT_STATUS: tuple[Block, ...] = (
     "When one firing runs several slots (catch-up), it exits with the status of the first run "
     "that did not exit 0, otherwise with the last run's; a retried slot counts with its last "
     "attempt. Once the job has run, a failure to record its end never changes the status.",
+    "`--success-exit` and `--warning-exit` change only what is recorded (`succeeded`, "
+    "`warning`), never this status: cron's view of the line stays the command's own.",
     "The ledger records the same number: a run's `exit_code` (in `history`, `status`, their "
     "`--json`, the run log, Prometheus and `--check`) is the status cronwrap returned for it, "
     f"{errors.EXIT_TIMEOUT} or {errors.EXIT_KILLED} for a timeout (the job's own with "
@@ -223,7 +225,10 @@ LEDGER: tuple[Block, ...] = (
     "A run's status is one of:",
     ("`running`", f"Claimed; the job is running and its wrapper renews the run's lease "
                   f"(`--lease`, default {LEASE}) every lease/3."),
-    ("`succeeded`", "The job exited with status 0."),
+    ("`succeeded`", "The job exited with status 0, or with another status of `--success-exit`."),
+    ("`warning`", "Done, but look at it: the job exited with a status of `--warning-exit`. "
+                  "The slot is done, as a succeeded one is: no retry, no catch-up, and a manual run needs "
+                  "`--force`. Health is `warning`; `--on-warning` runs."),
     ("`failed`", "The job exited with another status, or was not found or not executable."),
     ("`timeout`", "The job reached `--timeout` and was ended; never `failed`, even when it "
                   "needed KILL."),

@@ -227,7 +227,8 @@ SLOTS: tuple[Block, ...] = (
     "`duplicate` (a `skip` event in the run log; no new row) and exits with "
     "`--skip-exit-code`. Exceptions: a slot whose run failed, timed out or was killed is claimed "
     "again while its attempts are fewer than `--max-attempts` (see RETRIES); a manual run "
-    "claims any slot that has not succeeded; `--force` runs even a slot that succeeded. A slot "
+    "claims any slot that has not succeeded (a `warning` counts as done); `--force` runs even "
+    "a slot that succeeded. A slot "
     "whose run holds a live lease is never taken, not even with `--force`.",
     "Manual runs: `--date` *YYYY-MM-DD* runs the schedule's first fire time on that day in its "
     "zone, `--at` *TIMESTAMP* the fire time given (ISO 8601; without an offset, in the "
@@ -304,7 +305,13 @@ RETRIES: tuple[Block, ...] = (
 
 
 HOOKS: tuple[Block, ...] = (
-    "`--on-failure` and `--on-success` are shell commands, run by `/bin/sh -c` after a slot's "
+    "How a run's end is recorded: an exit status of `--success-exit` (0 always is) is "
+    "`succeeded`, one of `--warning-exit` is `warning`, any other is `failed`; a timeout, a "
+    "signal or a command that could not be started is never a success, whatever its status. "
+    "A `warning` is done: it is not retried, catch-up does not run its slot again, a "
+    "`--date`/`--at` range goes on past it, and a manual run of its slot needs `--force`. "
+    "cronwrap still exits with the job's own status: only the record changes.",
+    "`--on-failure`, `--on-success` and `--on-warning` are shell commands, run by `/bin/sh -c` after a slot's "
     "last attempt, in a session of their own with standard input from /dev/null and their "
     "output captured (the end of it is reported on cronwrap's standard error when the hook "
     "fails). A hook gets the "
@@ -317,10 +324,13 @@ HOOKS: tuple[Block, ...] = (
     "row (failed, timed out or killed, counted in the ledger; a retried slot counts once): it "
     "runs with `CRONWRAP_ALERT=failing` on the *N*th and every further failure, and once "
     "more, with `CRONWRAP_ALERT=recovered`, on the first success after such a streak, "
-    "instead of `--on-success`, so the channel that was alerted hears that it is resolved.",
+    "instead of `--on-success`, so the channel that was alerted hears that it is resolved. "
+    "A `warning` runs `--on-warning` (never `--on-failure`), and neither counts in a streak "
+    "nor ends one: a job that fails and warns by turns has not recovered.",
     "`--ping` *URL* follows healthchecks.io: *URL*`/start` (GET) when each attempt starts, "
     "then after the slot's last attempt *URL*`/0` on success or *URL*`/`*STATUS* with "
-    "cronwrap's exit status (`/fail` when a run that did not succeed has status 0), POSTing "
+    "cronwrap's exit status (`/fail` when a run that did not succeed has status 0; a "
+    "`warning` is done and pings *URL*`/0`, since a ping service knows no warning), POSTing "
     f"the output tail (the last {size_text(runlog.ERROR_TAIL)}). A query string "
     "(`?create=1`) is kept; `user:password@` becomes a Basic authorization header and is "
     f"never logged. Each ping has a {PING_TIMEOUT} timeout and {PING_RETRIES} retries on "
@@ -333,8 +343,8 @@ HOOKS: tuple[Block, ...] = (
 MONITORING: tuple[Block, ...] = (
     "Health, as `status` shows it: `critical` when slots of the schedule passed without any "
     f"firing (more than {LATE_GRACE} ago: late), when slots were recorded `missed` in the "
-    "`--since` window, or when the last run failed, timed out or was killed; `warning` when a "
-    "run is `abandoned`, or when the last run's firing was more than "
+    "`--since` window, or when the last run failed, timed out or was killed; `warning` when the "
+    "last run was recorded `warning`, when a run is `abandoned`, or when the last run's firing was more than "
     f"{LATE_GRACE} away from its slot (the host's clock, zone or crontab line is off; an "
     "`@reboot` catch-up counts too); `ok` otherwise.",
     "`status --check` is a Nagios/Icinga plugin: it prints one line, *CRONWRAP* *STATE* `-` "
@@ -342,7 +352,8 @@ MONITORING: tuple[Block, ...] = (
     f"{errors.CHECK_OK} OK, {errors.CHECK_WARNING} WARNING, {errors.CHECK_CRITICAL} CRITICAL "
     f"or {errors.CHECK_UNKNOWN} UNKNOWN (no job matches). A job is CRITICAL when its last run "
     "failed, timed out, was killed or missed, when it has missed or late slots, or when it has "
-    "not succeeded within `--max-age`; WARNING when a run has been running longer than "
+    "not succeeded within `--max-age` (a `warning` is not a success: a job that has only "
+    "warned for longer than that is CRITICAL); WARNING when a run has been running longer than "
     "`--warn-duration`, or longer than the 95th percentile of its recent successful "
     "durations (when it has 5 or more among its last 50), or when `status` says `warning`. The "
     "perfdata has, per job, *NAME*`_duration`, *NAME*`_missed` and *NAME*`_since_success`. "

@@ -29,6 +29,8 @@ VALUE_SYNTAX = {
     spec.retry_codes: "a string of exit statuses (1 to 255), ranges and the word `timeout`, "
                       "separated by commas: `\"75,timeout\"`, `\"64-78\"`; a single status may "
                       "be a number",
+    spec.exit_codes: "a string of exit statuses (0 to 255) and ranges, separated by commas: "
+                     "`\"0,24\"`, `\"1-3\"`; a single status may be a number",
     spec.command_text: "a string",
     spec.ping_url: "a string",
     spec.flag: "`true` or `false` (the strings `\"yes\"`, `\"no\"`, `\"on\"`, `\"off\"`, "

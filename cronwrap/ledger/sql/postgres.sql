@@ -209,6 +209,122 @@ EXCEPTION WHEN others THEN
 END
 $fn$;
 
+-- name: migration_4
+-- A run recorded `warning` (--warning-exit) is done, as a succeeded one is:
+-- claiming its slot again is a duplicate unless forced (no retry by --max-attempts, and a
+-- manual --date run needs --force). cronwrap_claim() of migration 3 with that one decision
+-- changed, the same as decide() in sqlcore.py. No semicolon may end a line of this comment's
+-- text: none does.
+CREATE OR REPLACE FUNCTION cronwrap_claim(
+  p_job text, p_schedule text, p_tz text, p_key_template text, p_settings text,
+  p_run_key text, p_scheduled_at timestamptz, p_trigger text, p_host text, p_pid integer,
+  p_pid_start bigint, p_boot_id text, p_pid_ns bigint, p_lease float8,
+  p_overlap_skip boolean, p_force boolean, p_max_attempts integer, p_skew_ms integer,
+  p_now timestamptz, p_gone bigint[], p_checked boolean, p_schema integer)
+RETURNS TABLE (outcome text, took_over boolean, run jsonb)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_now timestamptz := coalesce(p_now, now());
+  v_row cronwrap_runs;
+  v_other cronwrap_runs;
+  v_new boolean := false;
+  v_reason text;
+  v_fence bigint;
+  v_schema integer;
+BEGIN
+  PERFORM set_config('lock_timeout', '15s', true);
+  SELECT value::integer INTO v_schema FROM cronwrap_meta WHERE key = 'schema_version';
+  IF v_schema > p_schema THEN
+    RAISE EXCEPTION 'cronwrap ledger schema % is newer than this cronwrap knows (%)', v_schema,
+      p_schema USING ERRCODE = 'feature_not_supported';
+  END IF;
+  -- step 1: the job row, locked until the end of the statement
+  IF p_trigger = 'manual' THEN
+    INSERT INTO cronwrap_jobs AS j (name, schedule, tz, key_template, settings, first_seen,
+                                    last_seen)
+    VALUES (p_job, p_schedule, p_tz, p_key_template, p_settings, v_now, v_now)
+    ON CONFLICT (name) DO UPDATE SET last_seen = excluded.last_seen;
+  ELSE
+    INSERT INTO cronwrap_jobs AS j (name, schedule, tz, key_template, settings, first_seen,
+                                    last_seen, last_slot)
+    VALUES (p_job, p_schedule, p_tz, p_key_template, p_settings, v_now, v_now, p_scheduled_at)
+    ON CONFLICT (name) DO UPDATE SET
+      schedule = excluded.schedule, tz = excluded.tz, settings = excluded.settings,
+      key_template = excluded.key_template, last_seen = excluded.last_seen,
+      last_slot = GREATEST(j.last_slot, excluded.last_slot);
+  END IF;
+  -- this runner's running rows whose wrapper is gone expire now
+  UPDATE cronwrap_runs SET locked_until = v_now
+  WHERE job = p_job AND status = 'running' AND id = ANY(coalesce(p_gone, '{}'))
+    AND host = p_host AND boot_id = p_boot_id AND pid_ns = p_pid_ns;
+  -- a live row of this very runner in the way: its PID must be looked up on its host first
+  IF NOT p_checked THEN
+    RETURN QUERY
+      SELECT 'check'::text, false, to_jsonb(r) FROM cronwrap_runs r
+      WHERE r.job = p_job AND r.status = 'running' AND r.locked_until > v_now
+        AND r.host = p_host AND r.boot_id = p_boot_id AND r.pid_ns = p_pid_ns
+        AND (p_overlap_skip OR r.run_key = p_run_key)
+      ORDER BY r.id;
+    IF FOUND THEN
+      RETURN;
+    END IF;
+  END IF;
+  -- step 2: another slot of the job held by a live lease
+  IF p_overlap_skip THEN
+    SELECT * INTO v_other FROM cronwrap_runs r
+    WHERE r.job = p_job AND r.status = 'running' AND r.locked_until > v_now
+      AND r.run_key <> p_run_key
+    ORDER BY r.id LIMIT 1;
+    IF FOUND THEN
+      INSERT INTO cronwrap_runs (job, run_key, scheduled_at, trigger, status, skip_reason,
+                                 host, created_at)
+      VALUES (p_job, p_run_key, p_scheduled_at, p_trigger, 'skipped', 'overlap', p_host, v_now)
+      ON CONFLICT (job, run_key) DO NOTHING;
+      RETURN QUERY SELECT 'overlap'::text, false, to_jsonb(v_other);
+      RETURN;
+    END IF;
+  END IF;
+  -- step 3: the slot's row, new or existing, and whether it may be taken
+  INSERT INTO cronwrap_runs (job, run_key, scheduled_at, trigger, status, host, created_at)
+  VALUES (p_job, p_run_key, p_scheduled_at, p_trigger, 'pending', p_host, v_now)
+  ON CONFLICT (job, run_key) DO NOTHING
+  RETURNING * INTO v_row;
+  v_new := FOUND;
+  IF NOT v_new THEN
+    SELECT * INTO v_row FROM cronwrap_runs WHERE job = p_job AND run_key = p_run_key;
+    IF v_row.status = 'running' THEN
+      v_reason := CASE WHEN v_row.locked_until IS NULL OR v_row.locked_until <= v_now THEN NULL
+                       ELSE 'duplicate' END;
+    ELSIF v_row.status IN ('skipped', 'missed', 'pending') OR p_force THEN
+      v_reason := NULL;
+    ELSIF v_row.status IN ('succeeded', 'warning') THEN
+      v_reason := 'duplicate';
+    ELSIF p_trigger = 'manual' OR v_row.attempts < p_max_attempts THEN
+      v_reason := NULL;
+    ELSE
+      v_reason := 'duplicate';
+    END IF;
+    IF v_reason IS NOT NULL THEN
+      RETURN QUERY SELECT v_reason, false, to_jsonb(v_row);
+      RETURN;
+    END IF;
+  END IF;
+  UPDATE cronwrap_jobs SET fence = fence + 1 WHERE name = p_job RETURNING fence INTO v_fence;
+  took_over := v_row.status = 'running';
+  UPDATE cronwrap_runs SET
+    status = 'running', trigger = p_trigger, scheduled_at = p_scheduled_at,
+    skip_reason = NULL, attempts = attempts + 1, host = p_host, pid = p_pid,
+    pid_start = p_pid_start, boot_id = p_boot_id, pid_ns = p_pid_ns, locked_by = p_host,
+    locked_until = v_now + make_interval(secs => p_lease), fence = v_fence,
+    started_at = v_now, finished_at = NULL, duration_ms = NULL, exit_code = NULL,
+    signal = NULL, timed_out = false, error_tail = NULL, log_path = NULL,
+    skew_ms = p_skew_ms
+  WHERE id = v_row.id
+  RETURNING * INTO v_row;
+  RETURN QUERY SELECT 'claimed'::text, took_over, to_jsonb(v_row);
+END
+$fn$;
+
 -- name: upsert_job
 -- Step 1 of the claim: ON CONFLICT DO UPDATE row-locks the job until commit, and a concurrent
 -- first INSERT of the same name waits on the primary key for the same lock, so claims of one
