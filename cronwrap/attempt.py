@@ -15,7 +15,8 @@ from cronwrap import outbox, policy
 from cronwrap.errors import CronwrapError, LedgerError
 from cronwrap.jobenv import cron_zone, job_environment
 from cronwrap.lease import Heartbeat
-from cronwrap.ledger.base import Claim, Finish, Run, Status
+from cronwrap.durations import format_duration
+from cronwrap.ledger.base import Claim, Finish, Reason, Run, Status
 from cronwrap.paths import ensure_private_dir, file_name, open_private
 from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.runlog import Event, OutputCapture, output_path, prune_event_logs, prune_outputs
@@ -92,6 +93,11 @@ def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
               forwarded=outcome.forwarded or None, spawn_error=outcome.spawn_error,
               output_bytes=capture.total, output_dropped=dropped,
               passthrough_error=passthrough_error(passthrough), **wrapper_usage())
+    if result.skip_reason == Reason.TOO_FAST:
+        inv.event(Event.WARNING, run=run, status=result.status, skip_reason=result.skip_reason,
+                  message=f"succeeded in {format_duration(outcome.duration)}, less than "
+                          f"--min-duration {format_duration(spec.min_duration)}: recorded "
+                          "warning (too_fast)")
     if outcome.spawn_error:
         warn(f"{spec.name}: {outcome.spawn_error}")
     tidy_logs(inv)
@@ -147,7 +153,7 @@ def finish_of(spec: JobSpec, outcome, exit_status: int, capture: OutputCapture,
     cron saw is what the ledger says. The ending signal and timed_out are kept beside it;
     --success-exit/--warning-exit change only the status recorded."""
     status, reason = policy.ended_as(outcome, lease_lost, spec.success_exit,
-                                     spec.warning_exit or frozenset())
+                                     spec.warning_exit or frozenset(), spec.min_duration)
     tail = capture.error_tail()
     if outcome.spawn_error:  # it names the command, which may hold undecodable bytes
         error = outcome.spawn_error.encode("utf-8", "backslashreplace").decode()

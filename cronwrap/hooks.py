@@ -54,6 +54,8 @@ HOOK_VARIABLES = {
     "CRONWRAP_DURATION_MS": "how long the run took, in milliseconds; empty when unknown",
     "CRONWRAP_OUTPUT_TAIL": f"the last {TAIL_BYTES // 1024} KiB of the job's output, as text, "
                             "NUL bytes removed",
+    "CRONWRAP_REASON": "why the run was recorded as it was: `too_fast` (a `warning` faster than "
+                       "`--min-duration`), `lease_lost` (`killed`); empty otherwise",
     "CRONWRAP_ALERT": "only under `--alert-after` greater than 1: `failing` (the *N*th failure "
                       "in a row and every further one) or `recovered` (the first success after "
                       "such a streak)",
@@ -62,13 +64,13 @@ HOOK_VARIABLES = {
 
 def hook_env(run_env: dict[str, str], status: str, exit_code: int | None,
              duration_ms: int | float | None, output_tail: str | bytes | None,
-             alert: str | None = None) -> dict[str, str]:
+             alert: str | None = None, reason: str | None = None) -> dict[str, str]:
     """The job's environment (jobenv.JOB_VARIABLES) plus HOOK_VARIABLES for the run. Unknown
     values are empty strings; the output tail is cut to its last 4 KiB, NULs removed (an environment
     string cannot hold one)."""
     values = (status, "" if exit_code is None else str(exit_code),
               "" if duration_ms is None else str(int(duration_ms)),
-              tail_text(output_tail or b"", TAIL_BYTES).replace("\0", ""))
+              tail_text(output_tail or b"", TAIL_BYTES).replace("\0", ""), reason or "")
     if alert:
         values += (alert,)
     return {**run_env, **dict(zip(HOOK_VARIABLES, values))}

@@ -116,12 +116,14 @@ class Invocation:
 
 def job_settings(spec: JobSpec) -> str | None:
     """What prune must respect, kept with the job (JSON): the catch-up policy and window, and
-    the job's own --log-dir."""
+    the job's own --log-dir; and what status must know: --slow-factor."""
     settings: dict[str, object] = {}
     if spec.schedule is not None and spec.catchup != "none":
         settings.update(catchup=spec.catchup, catchup_window=spec.catchup_window)
     if spec.log_dir is not None:
         settings["log_dir"] = str(spec.log_dir)
+    if spec.slow_factor:
+        settings["slow_factor"] = spec.slow_factor
     if not settings:
         return None
     import json

@@ -27,15 +27,19 @@ if TYPE_CHECKING:
         timed_out: bool
         spawn_error: str | None
         stop_reason: str | None
+        duration: float
 
 BAD = (Status.FAILED, Status.TIMEOUT, Status.KILLED)
 
 
 def ended_as(outcome: Outcome, lease_lost: bool, success: Set[int] = frozenset({0}),
-             warning: Set[int] = frozenset()) -> tuple[Status, Reason | None]:
+             warning: Set[int] = frozenset(), min_duration: float = 0.0
+             ) -> tuple[Status, Reason | None]:
     """The status a run's end is recorded with, and its reason. ``success``/``warning``: the
     exit statuses of --success-exit/--warning-exit; any other status is a failure. A timeout,
-    a signal or a job that could not be started is never a success, whatever its code."""
+    a signal or a job that could not be started is never a success, whatever its code. A
+    success (after --success-exit) faster than ``min_duration`` seconds is a warning,
+    ``too_fast``; a warning exit stays a warning of its own."""
     if lease_lost or outcome.stop_reason == Reason.LEASE_LOST:
         return Status.KILLED, Reason.LEASE_LOST
     if outcome.timed_out:
@@ -45,7 +49,11 @@ def ended_as(outcome: Outcome, lease_lost: bool, success: Set[int] = frozenset({
         return Status.FAILED, None
     if outcome.signal is not None:
         return Status.KILLED, None
-    return (Status.WARNING if code in warning else Status.SUCCEEDED), None
+    if code in warning:
+        return Status.WARNING, None
+    if outcome.duration < min_duration:
+        return Status.WARNING, Reason.TOO_FAST
+    return Status.SUCCEEDED, None
 
 
 PAST_NEXT_SLOT = "would run past the next slot"

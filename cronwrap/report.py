@@ -29,6 +29,7 @@ class JobReport:
     next_due_at: datetime | None = None
     missed: int = 0  # slots without a run: recorded missed + late
     late: int = 0  # slots passed that no host has fired yet (recorded missed by the next firing)
+    slow: str | None = None  # --slow-factor: why the last run counts as slow
 
     @property
     def live(self) -> list[Run]:
@@ -40,7 +41,8 @@ LATE_GRACE = timedelta(seconds=90)  # the slot-mapping tolerance: a firing may s
 MAX_LATE = 1000
 
 
-def assess(summary: JobSummary, now: datetime, missed: int = 0, late: int = 0) -> tuple[str, str]:
+def assess(summary: JobSummary, now: datetime, missed: int = 0, late: int = 0,
+           slow: str | None = None) -> tuple[str, str]:
     """Health of a job and a few words of why."""
     last = summary.last_run
     if late:
@@ -54,6 +56,8 @@ def assess(summary: JobSummary, now: datetime, missed: int = 0, late: int = 0) -
         return CRITICAL, f"last run {shown}"
     if shown == base.WARNING:
         return WARNING, f"last run warning ({warning_detail(last)})"
+    if slow:
+        return WARNING, slow
     if last.skew_ms is not None and abs(last.skew_ms) > LATE_GRACE.total_seconds() * 1000:
         return WARNING, (f"host {last.host} fired {abs(last.skew_ms) / 1000:.0f}s "
                          f"{'after' if last.skew_ms > 0 else 'before'} the slot: check its clock")
@@ -74,10 +78,54 @@ def job_reports(ledger: base.Ledger, since: datetime, names: list[str] | None,
     for summary in ledger.summaries(since, names):
         next_due, late = schedule_state(summary, now)
         missed = summary.counts.get(base.MISSED, 0) + late
-        health, why = assess(summary, now, missed, late)
+        slow = slow_note(summary, ledger)
+        health, why = assess(summary, now, missed, late, slow)
         reports.append(JobReport(summary=summary, health=health, why=why, now=now,
-                                 next_due_at=next_due, missed=missed, late=late))
+                                 next_due_at=next_due, missed=missed, late=late, slow=slow))
     return reports
+
+
+P95_MIN_RUNS, P95_RUNS = 5, 50  # a usual duration needs 5 successes among the last 50 runs
+
+
+def p95(durations: list[float]) -> float | None:
+    """The 95th percentile (nearest rank) of ``durations``; None for fewer than P95_MIN_RUNS."""
+    if len(durations) < P95_MIN_RUNS:
+        return None
+    ordered = sorted(durations)
+    return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+
+
+def slow_factor(summary: JobSummary) -> float | None:
+    """The job's --slow-factor, as its firings recorded it (None: off)."""
+    if not summary.settings or "slow_factor" not in summary.settings:
+        return None
+    import json
+
+    try:
+        value = json.loads(summary.settings).get("slow_factor")
+    except (ValueError, AttributeError):
+        return None  # anyone who can write a shared ledger can put anything there
+    return float(value) if isinstance(value, (int, float)) and value >= 1 else None
+
+
+def slow_note(summary: JobSummary, ledger: base.Ledger) -> str | None:
+    """``slow: took 9m, more than 3x its usual p95 of 2m`` when the job has --slow-factor F and
+    its last finished run took more than F times the p95 of the successful runs before it.
+    Only jobs with a factor cost a query."""
+    factor, last = slow_factor(summary), summary.last_run
+    if factor is None or last is None or last.duration_ms is None \
+            or last.status not in base.DONE_STATUSES:
+        return None
+    earlier = [r.duration_ms / 1000 for r in ledger.runs(summary.job, P95_RUNS + 1)
+               if r.run_id != last.run_id and r.status == base.SUCCEEDED
+               and r.duration_ms is not None][:P95_RUNS]
+    usual = p95(earlier)
+    took = last.duration_ms / 1000
+    if usual is None or took <= factor * usual:
+        return None
+    return (f"slow: took {format_duration(took)}, more than {factor:g}x its usual p95 of "
+            f"{format_duration(usual)}")
 
 
 def schedule_state(summary: JobSummary, now: datetime) -> tuple[datetime | None, int]:

@@ -73,7 +73,8 @@ EVENT_MEANINGS = {
     Event.OUTBOX_DELIVERED: "a result from the outbox was recorded",
     Event.OUTBOX_QUARANTINED: "an outbox entry that is not a result was moved to outbox/bad/",
     Event.LEDGER_UNREACHABLE: "the ledger could not be reached; the job ran unrecorded",
-    Event.WARNING: "something a person should check (a host clock far off a slot)",
+    Event.WARNING: "something a person should check (a host clock far off a slot; a run that "
+                   "succeeded faster than `--min-duration`, `skip_reason` `too_fast`)",
 }
 EVENT_FIELDS = ("ts", "event", "job", "host", "pid", "run_id", "run_key", "attempt", "trigger",
                 "scheduled_at", "status", "skip_reason", "exit_code", "duration_ms")

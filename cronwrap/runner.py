@@ -249,7 +249,7 @@ def after_slot(inv: Invocation, ledger: base.Ledger | None, attempt: Attempt) ->
     from cronwrap import hooks
 
     env = hooks.hook_env(attempt.env, result.status, attempt.exit_status, result.duration_ms,
-                         result.error_tail, alert)
+                         result.error_tail, alert, result.skip_reason)
     outcome = inv.world.run_hook(hook, env, spec.hook_timeout)
     inv.event(Event.HOOK, run=attempt.run, hook=hook_name(spec, result.status, alert),
               alert=alert,

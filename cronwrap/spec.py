@@ -122,6 +122,17 @@ def exit_codes(text: str, label: str) -> frozenset[int]:
     return frozenset(codes)
 
 
+def factor(text: str, label: str) -> float:
+    """A plain number of at least 1 (``1.5``, ``3``): a multiple of a duration."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 1 or value > 1e6:
+        raise UsageError(f"{label}: {text!r} is not a factor of at least 1 (examples: 1.5, 3)")
+    return value
+
+
 def choice(*choices: str) -> Callable[[str, str], str]:
     def parse(text: str, label: str) -> str:
         if text not in choices:
@@ -284,6 +295,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("warning-exit", "Exit statuses recorded `warning` (done, but look at it: health "
            "warning, --on-warning instead of --on-failure, no retry, no catch-up). Never 0 nor "
            "one of --success-exit.", "Outcome", exit_codes, "CODES"),
+    Option("min-duration", "A run that ends with a success status faster than this is "
+           "recorded `warning` with reason too_fast (a backup that succeeds in two seconds has "
+           "usually done nothing); 0 means no minimum.", "Outcome", duration, "DURATION", 0.0),
+    Option("slow-factor", "status and --check flag the job as `slow` (a warning) when its "
+           "last run took more than this many times the 95th percentile of its recent "
+           "successful durations (at least 5 among its last 50); default off.", "Outcome",
+           factor, "F"),
     Option("schedule", "The job's cron expression (5 fields, or @hourly @daily @midnight "
            "@weekly @monthly @yearly @annually): a firing maps to the slot at or just before "
            "its clock, so hosts seconds apart claim one slot; missed slots can be caught up.",

@@ -38,8 +38,9 @@ STATUS_MEANINGS = {  # the registry the docs are made from
     Status.RUNNING: "Claimed; the job is running and its wrapper renews the run's lease "
                     "every lease/3.",
     Status.SUCCEEDED: "The job exited with status 0 or another of `--success-exit`.",
-    Status.WARNING: "Done, but look at it: the job exited with one of `--warning-exit`. The "
-                    "slot is done (no retry, no catch-up; `--date` runs it again only with "
+    Status.WARNING: "Done, but look at it: the job exited with one of `--warning-exit`, or, "
+                    "with reason `too_fast`, succeeded in less than `--min-duration`. The slot "
+                    "is done (no retry, no catch-up; `--date` runs it again only with "
                     "`--force`); health is `warning`.",
     Status.FAILED: "The job exited with another status, or was not found or not executable.",
     Status.TIMEOUT: "The job reached `--timeout` and was ended; never `failed`, even when it "
@@ -63,12 +64,14 @@ class Trigger(StrEnum):
 
 
 class Reason(StrEnum):
-    """Why a slot was not run, or why a run was ended."""
+    """Why a slot was not run, why a run was ended, or why it was recorded ``warning``
+    (kept in the ledger's ``skip_reason``)."""
 
     OVERLAP = "overlap"
     DUPLICATE = "duplicate"
     TOO_LATE = "too_late"
     LEASE_LOST = "lease_lost"
+    TOO_FAST = "too_fast"  # a success faster than --min-duration: recorded warning
 
 
 class SlotRun(Record):
@@ -99,7 +102,7 @@ RUNNING, SUCCEEDED, WARNING, FAILED, TIMEOUT, KILLED, SKIPPED, MISSED, ABANDONED
 FINAL_STATUSES = (SUCCEEDED, WARNING, FAILED, TIMEOUT, KILLED, SKIPPED, MISSED)
 DONE_STATUSES = (SUCCEEDED, WARNING)  # the slot is done: a claim is a duplicate without --force
 BAD_STATUSES = (FAILED, TIMEOUT, KILLED)  # the run did not succeed: health critical, retryable
-OVERLAP, DUPLICATE, TOO_LATE, LEASE_LOST = Reason
+OVERLAP, DUPLICATE, TOO_LATE, LEASE_LOST, TOO_FAST = Reason
 
 UTC = timezone.utc
 
@@ -247,6 +250,8 @@ class JobSummary(Record):
     last_success_at: datetime | None
     running: list[Run]
     counts: dict[str, int]
+    settings: str | None  # the job's recorded settings (JSON): --slow-factor, for status
+    _defaults = dict(settings=None)
 
 
 class Ledger(Protocol):

@@ -263,7 +263,7 @@ class SqlLedger(ABC):
             last_seen=self._from_db(job["last_seen"]), last_slot=self._from_db(job["last_slot"]),
             last_run=last,
             last_success_at=self._from_db(job["last_success_at"]), running=running,
-            counts=counts,
+            counts=counts, settings=job["settings"],
         )
 
     # -- rows ----------------------------------------------------------------------------

@@ -84,3 +84,71 @@ def test_exit_sets_are_checked(cw, args, words):
     assert proc.returncode == 125 and words in proc.stderr
     assert len(proc.stderr.splitlines()) == 1
     assert not (cw.home / "ledger.db").exists() and not (cw.home / "logs").exists()
+
+
+# -- §3: a run that ends too fast, a run that is slow -------------------------------------------
+
+def test_a_success_faster_than_min_duration_is_a_too_fast_warning(cw, tmp_path):
+    seen = tmp_path / "hook"
+    proc = cw("run", "-n", "backup", "--min-duration", "5s",
+              "--on-warning", f"echo $CRONWRAP_STATUS $CRONWRAP_REASON > {seen}", "--", "true")
+    assert proc.returncode == 0
+    run = last_run(cw, "backup")
+    assert (run["status"], run["skip_reason"], run["exit_code"]) == ("warning", "too_fast", 0)
+    assert seen.read_text().split() == ["warning", "too_fast"]
+    finish = [e for e in events(cw.home) if e["event"] == "finish"][-1]
+    assert (finish["status"], finish["skip_reason"]) == ("warning", "too_fast")
+    note = [e for e in events(cw.home) if e["event"] == "warning"][-1]
+    assert "less than --min-duration 5" in note["message"]
+    assert health(cw, "backup") == "warning"
+    table = cw("status").stdout.decode()
+    assert "warning (too_fast)" in table and "last run warning (too_fast)" in table
+    check = cw("status", "--check")
+    assert check.returncode == 1 and b"backup last run warning (too_fast)" in check.stdout
+
+
+def test_min_duration_applies_to_success_codes_only(cw):
+    cw("run", "-n", "f", "--min-duration", "5s", "--success-exit", "24", "--", "sh", "-c",
+       "exit 24")
+    assert (last_run(cw, "f")["status"], last_run(cw, "f")["skip_reason"]) == \
+        ("warning", "too_fast")  # 24 is a success: too fast applies after --success-exit
+    cw("run", "-n", "g", "--min-duration", "5s", "--", "false")
+    assert last_run(cw, "g")["status"] == "failed"
+    cw("run", "-n", "h", "--min-duration", "5s", "--warning-exit", "3", "--", "sh", "-c", "exit 3")
+    assert (last_run(cw, "h")["status"], last_run(cw, "h")["skip_reason"]) == ("warning", None)
+
+
+def test_a_run_slower_than_slow_factor_times_its_usual_p95_is_flagged_slow(cw):
+    def day(n: int, *command: str) -> None:
+        cw("run", "-n", "etl", "--schedule", "@daily", "--at", f"2026-04-{n:02d}T00:00",
+           "--slow-factor", "3", "--", *command, check_rc=0)
+
+    for n in range(1, 6):
+        day(n, "true")
+    assert health(cw, "etl") == "ok"
+    day(6, "sleep", "0.6")
+    assert health(cw, "etl") == "warning"
+    check = cw("status", "etl", "--check")
+    assert check.returncode == 1 and b"etl slow: took" in check.stdout
+    assert b"more than 3x its usual p95" in check.stdout
+    day(7, "true")  # the next run is usual again
+    assert health(cw, "etl") == "ok"
+
+
+def test_without_slow_factor_a_slow_run_is_not_flagged(cw):
+    for n in range(1, 6):
+        cw("run", "-n", "etl", "--schedule", "@daily", "--at", f"2026-04-{n:02d}T00:00", "--",
+           "true", check_rc=0)
+    cw("run", "-n", "etl", "--schedule", "@daily", "--at", "2026-04-06T00:00", "--",
+       "sleep", "0.6", check_rc=0)
+    assert health(cw, "etl") == "ok"
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--min-duration", "soon"), b"--min-duration"),
+    (("--slow-factor", "0.5"), b"--slow-factor: '0.5' is not a factor of at least 1"),
+    (("--slow-factor", "nan"), b"--slow-factor: 'nan' is not a factor"),
+])
+def test_outcome_values_are_checked(cw, args, words):
+    proc = cw("run", "-n", "x", *args, "--", "true")
+    assert proc.returncode == 125 and words in proc.stderr and len(proc.stderr.splitlines()) == 1

@@ -79,3 +79,26 @@ def test_warnings_neither_count_nor_end_a_failure_streak():
     assert policy.failure_streak(runs("failed", "warning", "failed", "succeeded")) == 2
     assert policy.failure_streak(runs("warning", "failed", "failed")) == 2
     assert policy.failure_streak(runs("succeeded", "warning", "failed", "warning")) == 1
+
+
+def test_a_success_faster_than_min_duration_is_a_too_fast_warning():
+    fast = outcome(duration=1.0)
+    assert policy.ended_as(fast, False, min_duration=5.0) == (Status.WARNING, Reason.TOO_FAST)
+    assert policy.ended_as(outcome(duration=5.0), False, min_duration=5.0) == \
+        (Status.SUCCEEDED, None)
+    assert policy.ended_as(fast, False) == (Status.SUCCEEDED, None)
+    # after --success-exit; a failure or a warning exit keeps its own record
+    assert policy.ended_as(outcome(exit_code=24, duration=1.0), False, frozenset({0, 24}),
+                           min_duration=5.0) == (Status.WARNING, Reason.TOO_FAST)
+    assert policy.ended_as(outcome(exit_code=2, duration=1.0), False, min_duration=5.0) == \
+        (Status.FAILED, None)
+    assert policy.ended_as(outcome(exit_code=1, duration=1.0), False, warning=frozenset({1}),
+                           min_duration=5.0) == (Status.WARNING, None)
+
+
+def test_the_usual_duration_is_a_p95_of_at_least_five_runs():
+    from cronwrap.report import p95
+
+    assert p95([1.0, 2.0, 3.0, 4.0]) is None
+    assert p95([5.0, 1.0, 2.0, 3.0, 4.0]) == 5.0
+    assert p95([float(n) for n in range(1, 101)]) == 96.0

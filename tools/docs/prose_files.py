@@ -226,8 +226,9 @@ LEDGER: tuple[Block, ...] = (
     ("`running`", f"Claimed; the job is running and its wrapper renews the run's lease "
                   f"(`--lease`, default {LEASE}) every lease/3."),
     ("`succeeded`", "The job exited with status 0, or with another status of `--success-exit`."),
-    ("`warning`", "Done, but look at it: the job exited with a status of `--warning-exit`. "
-                  "The slot is done, as a succeeded one is: no retry, no catch-up, and a manual run needs "
+    ("`warning`", "Done, but look at it: the job exited with a status of `--warning-exit`, or, "
+                  "with reason `too_fast`, succeeded in less than `--min-duration`. The slot is "
+                  "done, as a succeeded one is: no retry, no catch-up, and a manual run needs "
                   "`--force`. Health is `warning`; `--on-warning` runs."),
     ("`failed`", "The job exited with another status, or was not found or not executable."),
     ("`timeout`", "The job reached `--timeout` and was ended; never `failed`, even when it "

@@ -337,6 +337,10 @@ HOOKS: tuple[Block, ...] = (
     "connection errors, timeouts and 5xx answers, in a thread of its own; before exiting "
     f"cronwrap waits at most {PING_WAIT} in all for pings still in flight, then gives up and "
     "logs `ping_failed`. A skip pings nothing.",
+    "A run that ends with a success status (after `--success-exit`) in less than "
+    "`--min-duration` is recorded `warning` with reason `too_fast` (a `warning` event in the "
+    "run log says how long it took); a warning exit stays a warning of its own, and a failure "
+    "a failure. "
 )
 
 
@@ -344,7 +348,10 @@ MONITORING: tuple[Block, ...] = (
     "Health, as `status` shows it: `critical` when slots of the schedule passed without any "
     f"firing (more than {LATE_GRACE} ago: late), when slots were recorded `missed` in the "
     "`--since` window, or when the last run failed, timed out or was killed; `warning` when the "
-    "last run was recorded `warning`, when a run is `abandoned`, or when the last run's firing was more than "
+    "last run was recorded `warning` (the reason, `too_fast`, or the exit status, is shown), "
+    "when the job has `--slow-factor` *F* and its last run took more than *F* times the 95th "
+    "percentile of the successful runs before it (at least 5 among its last 50: `slow`), "
+    "when a run is `abandoned`, or when the last run's firing was more than "
     f"{LATE_GRACE} away from its slot (the host's clock, zone or crontab line is off; an "
     "`@reboot` catch-up counts too); `ok` otherwise.",
     "`status --check` is a Nagios/Icinga plugin: it prints one line, *CRONWRAP* *STATE* `-` "

@@ -31,6 +31,7 @@ VALUE_SYNTAX = {
                       "be a number",
     spec.exit_codes: "a string of exit statuses (0 to 255) and ranges, separated by commas: "
                      "`\"0,24\"`, `\"1-3\"`; a single status may be a number",
+    spec.factor: "a number of at least 1: `3`, `1.5`",
     spec.command_text: "a string",
     spec.ping_url: "a string",
     spec.flag: "`true` or `false` (the strings `\"yes\"`, `\"no\"`, `\"on\"`, `\"off\"`, "

@@ -210,7 +210,7 @@ END
 $fn$;
 
 -- name: migration_4
--- A run recorded `warning` (--warning-exit) is done, as a succeeded one is:
+-- A run recorded `warning` (--warning-exit, --min-duration) is done, as a succeeded one is:
 -- claiming its slot again is a duplicate unless forced (no retry by --max-attempts, and a
 -- manual --date run needs --force). cronwrap_claim() of migration 3 with that one decision
 -- changed, the same as decide() in sqlcore.py. No semicolon may end a line of this comment's
