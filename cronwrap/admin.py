@@ -53,6 +53,12 @@ def _ledger(db: Optional[str], read_only: bool = False):
     """read_only: status, history and logs read a ledger on a read-only or full disk."""
     from cronwrap.paths import resolve_dirs
     from cronwrap.ledger.url import open_ledger
+
+    return open_ledger(_ledger_url(db), resolve_dirs(os.environ), read_only=read_only)
+
+
+def _ledger_url(db: Optional[str]) -> Optional[str]:
+    """--db, else CRONWRAP_DB, else the config file's db, checked; None: the embedded one."""
     from cronwrap.spec import ledger_url
 
     url, label = db, "--db"
@@ -60,9 +66,7 @@ def _ledger(db: Optional[str], read_only: bool = False):
         url, label = os.environ["CRONWRAP_DB"], "CRONWRAP_DB"
     if not url:
         url, label = _config_db()
-    if url:
-        url = ledger_url(url, label)
-    return open_ledger(url, resolve_dirs(os.environ), read_only=read_only)
+    return ledger_url(url, label) if url else None
 
 
 def _config():
@@ -425,6 +429,23 @@ def prune(
         ledger.close()
     print(f"removed {result.runs} runs and {result.files} log files older than {older_than}")
     return 0
+
+
+@cli.command()
+def serve(
+    listen: str = typer.Option("127.0.0.1:8080", "--listen", help="HOST:PORT to listen on; an address other than loopback (127.0.0.0/8, ::1, localhost) needs --token-file. Port 0: any free port (the line printed at start names it)."),
+    token_file: Optional[str] = typer.Option(None, "--token-file", help="A file (yours, mode 0600, not a symlink) holding a token: every request must then send Authorization: Bearer TOKEN."),
+    db: Optional[str] = typer.Option(None, help=DB_HELP),
+) -> int:
+    """A read-only web dashboard of the ledger: the jobs (/), a job's runs (/jobs/NAME), one run (/jobs/NAME/runs/ID), /metrics for Prometheus, /api/status and /api/jobs/NAME/history as JSON, /healthz."""
+    from cronwrap import redact, serve as server
+
+    address = server.parse_listen(listen)
+    token = server.check_listen(address, token_file)
+    url = _ledger_url(db)
+    label = redact.url(url) if url else "the embedded SQLite ledger"
+    app = server.Dashboard(lambda: _ledger(url, read_only=True), _log_dirs, token, label)
+    return server.serve(app, address)
 
 
 db_cli = typer.Typer(help="The ledger's schema.", no_args_is_help=True)

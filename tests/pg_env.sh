@@ -104,6 +104,15 @@ pg_ensure() {
   pg_start_throwaway "$bindir"
 }
 
+# The dashboard's browser test (tests/acceptance/test_serve_browser.py) runs Debian's chromium.
+chromium_ensure() {
+  command -v chromium >/dev/null && return 0
+  pkg_install chromium || return 1
+  command -v chromium >/dev/null && return 0
+  PG_ENV_ERROR="Debian's chromium package installed no chromium executable"
+  return 1
+}
+
 # The tests start their own PgBouncer (tests/conftest.py): only the executable is needed.
 pgbouncer_ensure() {
   sbin_which pgbouncer >/dev/null && return 0

@@ -19,5 +19,6 @@ missing() {
 }
 pg_ensure || missing PostgreSQL
 pgbouncer_ensure || missing PgBouncer
+chromium_ensure || missing chromium
 export PATH="$PWD/$venv/bin:$PATH"
 "$venv/bin/python" -m pytest "$@"

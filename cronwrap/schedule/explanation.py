@@ -63,6 +63,15 @@ def explain(
     return Explanation(expr, zone_name, times, warnings, schedule.cron)
 
 
+def in_words(expr: str, zone: ZoneInfo) -> str:
+    """The schedule in English, as cronsim words it ("At minute 5 of every hour"); "" when
+    cronsim has no words for it. Times are wall times in the schedule's zone."""
+    try:
+        return str(Schedule.parse(expr, zone).parsed.explain())
+    except (UsageError, ValueError, AttributeError):
+        return ""
+
+
 _DAY_SHIFT = {1: " the next day", -1: " the day before"}
 
 

@@ -146,6 +146,35 @@ COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
         "the lock). A lock a live process holds is never broken. Inspecting creates no file "
         "and follows no symlink.",
     ),
+    "serve": (
+        "A web dashboard of the ledger the other commands read (`--db`, `CRONWRAP_DB`, the "
+        "configuration file, else the embedded one), so pointed at the fleet's PostgreSQL it "
+        "shows the fleet. `/`: every job, critical first, with its health, last run (status, "
+        "exit code, duration, host, when), next due slot, the runs holding a lease now (host, "
+        "lease left) and a strip of its last slots as `status` *NAME* draws them; it reloads "
+        "itself every 30 seconds and needs no JavaScript. `/jobs/`*NAME*: the job's runs, 50 a "
+        "page, newest first, a chart of their durations with missed slots marked and late ones "
+        "shaded, its schedule in words with its next fire times and the notes of `explain` "
+        "(DST). `/jobs/`*NAME*`/runs/`*ID*: every field of the run, its events from this host's "
+        "run log, and its captured output, read as `logs` reads it (only from this host's log "
+        "directories), else the ledger's tail of it.",
+        "`/metrics`: the Prometheus text of `status --format prometheus`, one scrape target for "
+        "every host of a shared ledger. `/api/status`: the JSON of `status --json`; "
+        "`/api/jobs/`*NAME*`/history?limit=`*N*: that of `history --json` (default 20). Counts "
+        "and missed slots are over `status`'s default window, 7 days. `/healthz`: 200 when the "
+        "ledger answers. A ledger that does not answer within 10 seconds, or cannot be reached, "
+        "gives a 503 page that says so; the next request tries again.",
+        "Read-only: no endpoint writes, and any method but GET and HEAD is answered 405. An "
+        "unknown job or run is 404. It listens on 127.0.0.1:8080 by default; an address other "
+        "than loopback (127.0.0.0/8, ::1, `localhost`) is refused (exit status 125) unless "
+        "`--token-file` is given. With a token, every request must send `Authorization: Bearer` "
+        "*TOKEN* (401 otherwise); the file must be a regular file of the user running `serve`, "
+        "not a symlink, with no permission for group or others (`chmod 600`). The token and "
+        "database passwords appear in no page and no log. Every job name, host, output line "
+        "and argument is escaped; pages carry a Content-Security-Policy that allows no script, "
+        "and no page loads anything from elsewhere. The HTTP server is waitress, installed "
+        "with cronwrap. See README.md for running it under systemd and behind a reverse proxy.",
+    ),
     "explain": (
         "The warnings cover the day-of-month/day-of-week rule (OR when both are restricted, AND "
         "when one starts with `*`), steps that restart every hour, day or month (`*/7` minutes), "

@@ -1,0 +1,340 @@
+"""``cronwrap serve`` over HTTP, as a person (or Prometheus, or a script) uses it: the real
+executable serving a real SQLite ledger, asked with urllib."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import threading
+from urllib.parse import quote
+
+import pytest
+
+from tests.acceptance.dashboard import (HOURLY, SCRIPT_NAME, Server, fetch, fill_ledger)
+
+
+@pytest.fixture
+def filled(cw):
+    fill_ledger(cw)
+    return cw
+
+
+@pytest.fixture
+def server(filled):
+    running = Server(filled)
+    yield running
+    running.stop()
+
+
+def job_url(server: Server, name: str) -> str:
+    return f"{server.url}jobs/{quote(name, safe='')}"
+
+
+# -- pages -------------------------------------------------------------------------------------
+
+def test_overview_shows_every_job_critical_first(server):
+    reply = fetch(server.url)
+    assert reply.status == 200 and reply.headers["Content-Type"].startswith("text/html")
+    rows = re.findall(r'<tr data-health="(\w+)"><td><a href="([^"]+)">', reply.text)
+    healths, names = [health for health, _ in rows], [href for _, href in rows]
+    assert healths[:2] == ["critical", "critical"] and healths[2] in ("ok", "warning")
+    assert set(names) == {"jobs/demo", f"jobs/{quote(SCRIPT_NAME, safe='')}", f"jobs/{HOURLY}"}
+    assert names[-1] == "jobs/demo"  # the one job that is not critical comes last
+    assert '<meta http-equiv="refresh" content="30">' in reply.text  # refreshes without JS
+    assert "hello from demo" not in reply.text and "<script" not in reply.text
+    assert re.search(r"late: [23] slots passed without a run", reply.text)  # last slot 3 h ago
+
+
+def test_overview_shows_last_run_and_strip(server):
+    text = fetch(server.url).text
+    row = next(r for r in text.split("<tr ") if 'href="jobs/hourly-report"' in r)
+    assert '<span class="s-magenta">timeout</span>' in row and "<td>124</td>" in row
+    assert "<td>host-a</td>" in row and " ago</span>" in row and ">in " in row  # when, next due
+    strip = re.sub("<[^>]+>", "", re.search(r'<span class="strip">(.*?)</td>', row).group(1))
+    assert len(strip) == 30 and strip[-1] == "T" and "○" in strip and "✗" in strip
+    assert strip.count("✓") == 27
+
+
+def test_job_page_explains_schedule_charts_and_pages_runs(server):
+    reply = fetch(job_url(server, HOURLY))
+    assert reply.status == 200
+    text = reply.text
+    assert "<code>0 * * * *</code> in UTC: At the start of every hour" in text
+    assert text.count('<li class="mono">') == 5  # the next fire times
+    assert '<svg id="chart"' in text and 'data-status="missed"' in text
+    assert 'data-status="failed"' in text and '<rect class="late"' in text
+    assert 'id="late"' in text and re.search("[23] slots passed without a run", text)
+    runs = re.findall(r'<a href="hourly-report/runs/(\d+)">', text)
+    assert len(runs) == 50 and runs == sorted(runs, key=int, reverse=True)
+    assert 'rel="next" href="hourly-report?page=2"' in text
+    second = fetch(job_url(server, HOURLY) + "?page=2").text
+    older = re.findall(r'<a href="hourly-report/runs/(\d+)">', second)
+    assert older and int(older[0]) < int(runs[-1]) and 'rel="prev"' in second
+    assert 'rel="next"' not in second
+
+
+def test_job_page_notes_dst(filled):
+    filled("run", "-n", "berlin", "--schedule", "30 2 * * *", "--tz", "Europe/Berlin", "--",
+           "true")
+    running = Server(filled)
+    try:
+        text = fetch(job_url(running, "berlin")).text
+    finally:
+        running.stop()
+    assert "Europe/Berlin" in text and 'class="banner">' in text
+    assert "At 02:30" in text
+
+
+def test_run_page_shows_fields_events_and_output(server, filled):
+    (run,) = filled.json("history", "demo", "--json")
+    reply = fetch(f"{job_url(server, 'demo')}/runs/{run['run_id']}")
+    assert reply.status == 200
+    text = reply.text
+    for field in ("run_key", "fence", "started_at", "duration_ms", "exit_code", "boot_id"):
+        assert f"<th>{field}</th>" in text
+    assert '<table id="events">' in text and ">start<" in text and ">finish<" in text
+    output = re.search(r'<pre id="output">(.*?)</pre>', text, re.S).group(1)
+    assert output == "hello from demo\n&lt;b&gt;bold&lt;/b&gt;\n"
+
+
+def test_run_page_falls_back_to_the_ledger_tail(server, filled):
+    (run,) = filled.json("history", HOURLY, "--limit", "1", "--json")
+    text = fetch(f"{job_url(server, HOURLY)}/runs/{run['run_id']}").text
+    assert "the ledger&#x27;s tail" in text and '<pre id="output">boom\n</pre>' in text
+
+
+def test_a_job_named_script_is_escaped_everywhere(server, filled):
+    (run,) = filled.json("history", SCRIPT_NAME, "--json")
+    for url in (server.url, job_url(server, SCRIPT_NAME),
+                f"{job_url(server, SCRIPT_NAME)}/runs/{run['run_id']}"):
+        reply = fetch(url)
+        assert reply.status == 200, url
+        assert "<script" not in reply.text and "<img" not in reply.text, url
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in reply.text, url
+        assert "script-src" not in reply.headers["Content-Security-Policy"]  # none allowed
+        assert reply.headers["Content-Security-Policy"].startswith("default-src 'none'")
+        assert reply.headers["X-Content-Type-Options"] == "nosniff"
+    run_page = fetch(f"{job_url(server, SCRIPT_NAME)}/runs/{run['run_id']}").text
+    assert "&lt;script&gt;alert(2)&lt;/script&gt;" in run_page
+    assert "&lt;img src=x onerror=alert(3)&gt;" in run_page
+
+
+def test_control_characters_in_output_are_shown_escaped(filled):
+    filled("run", "-n", "noisy", "--", "printf", "a\\033]0;retitled\\007b\\r\\n")
+    (run,) = filled.json("history", "noisy", "--json")
+    running = Server(filled)
+    try:
+        text = fetch(f"{job_url(running, 'noisy')}/runs/{run['run_id']}").text
+    finally:
+        running.stop()
+    assert '<pre id="output">a\\x1b]0;retitled\\x07b\r\n</pre>' in text
+    assert "\x1b" not in text and "\x07" not in text
+
+
+# -- machine endpoints -------------------------------------------------------------------------
+
+def without(lines: str, prefix: str) -> list[str]:
+    return [line for line in lines.splitlines() if not line.startswith(prefix)]
+
+
+def test_metrics_are_status_format_prometheus(server, filled):
+    reply = fetch(server.url + "metrics")
+    assert reply.status == 200 and reply.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    expected = filled("status", "--format", "prometheus", check_rc=0).stdout.decode()
+    # the next due slot moves on at a slot boundary between the two reads: compared apart
+    assert without(reply.text, "cronwrap_next_due") == without(expected, "cronwrap_next_due")
+    assert f'cronwrap_health{{job="{SCRIPT_NAME}"}} 2' in reply.text
+
+
+def test_api_status_is_status_json(server, filled):
+    reply = fetch(server.url + "api/status")
+    assert reply.status == 200 and reply.headers["Content-Type"] == "application/json"
+    served = {j["job"]: j for j in json.loads(reply.body)}
+    shown = {j["job"]: j for j in filled.json("status", "--json")}
+    assert served.keys() == shown.keys() == {"demo", SCRIPT_NAME, HOURLY}
+    for name in shown:
+        for key in ("last_run", "counts", "missed", "health", "schedule", "last_success_at"):
+            assert served[name][key] == shown[name][key], (name, key)
+
+
+def test_api_history_is_history_json(server, filled):
+    served = fetch(f"{server.url}api/jobs/{HOURLY}/history?limit=7")
+    assert served.status == 200
+    assert json.loads(served.body) == filled.json("history", HOURLY, "--limit", "7", "--json")
+    default = json.loads(fetch(f"{server.url}api/jobs/{quote(SCRIPT_NAME, safe='')}/history").body)
+    assert default == filled.json("history", SCRIPT_NAME, "--json")
+    assert fetch(f"{server.url}api/jobs/{HOURLY}/history?limit=0").status == 400
+
+
+def test_healthz_answers_when_the_ledger_does(server):
+    reply = fetch(server.url + "healthz")
+    assert (reply.status, reply.text) == (200, "ok\n")
+
+
+# -- refusals ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"])
+@pytest.mark.parametrize("path", ["", "metrics", "jobs/demo", "api/status", "healthz"])
+def test_only_get_and_head(server, method, path):
+    reply = fetch(server.url + path, method=method)
+    assert reply.status == 405 and reply.headers["Allow"] == "GET, HEAD"
+
+
+def test_head_gives_headers_without_a_body(server):
+    head, get = fetch(server.url, method="HEAD"), fetch(server.url)
+    assert head.status == 200 and head.body == b""
+    assert abs(int(head.headers["Content-Length"]) - len(get.body)) < 200  # "N s ago" may change
+
+
+@pytest.mark.parametrize("path", ["jobs/nope", "jobs/demo/runs/999999", "jobs/demo/runs/x",
+                                  "jobs/nope/runs/1", "api/jobs/nope/history", "nothing",
+                                  "jobs/demo/extra/1"])
+def test_unknown_job_run_or_page_is_404(server, path):
+    assert fetch(server.url + path).status == 404
+
+
+def test_a_run_of_another_job_is_404(server, filled):
+    (run,) = filled.json("history", "demo", "--json")
+    assert fetch(f"{job_url(server, HOURLY)}/runs/{run['run_id']}").status == 404
+
+
+# -- listening safely --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("listen", ["0.0.0.0:0", "[::]:0", "192.0.2.1:8080", "example.com:80"])
+def test_non_loopback_without_a_token_is_refused(cw, listen):
+    proc = cw("serve", "--listen", listen, timeout=20)
+    assert proc.returncode == 125 and proc.stdout == b""
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 1 and "--token-file" in lines[0], lines
+
+
+@pytest.mark.parametrize("listen", ["8080", "host:", "127.0.0.1:99999", ":80"])
+def test_a_bad_listen_address_is_refused(cw, listen):
+    proc = cw("serve", "--listen", listen, timeout=20)
+    assert proc.returncode == 125 and len(proc.stderr.splitlines()) == 1
+    assert b"--listen" in proc.stderr
+
+
+def token_file(tmp_path, mode: int = 0o600, text: str = "s3cret-t0ken-value\n"):
+    path = tmp_path / "token"
+    path.write_text(text)
+    os.chmod(path, mode)
+    return path
+
+
+def test_with_a_token_every_request_needs_it(filled, tmp_path):
+    path = token_file(tmp_path)
+    running = Server(filled, "--token-file", str(path))
+    try:
+        for p in ("", "metrics", "healthz", "api/status", f"jobs/{HOURLY}", "nothing"):
+            assert fetch(running.url + p).status == 401, p
+            assert fetch(running.url + p, headers={"Authorization": "Bearer wrong"}).status == 401
+            assert fetch(running.url + p, headers={"Authorization": "Basic czNjcmV0"}).status == 401
+        missing = fetch(running.url)
+        assert missing.headers["WWW-Authenticate"].startswith("Bearer")
+        good = {"Authorization": "Bearer s3cret-t0ken-value"}
+        bodies = [fetch(running.url + p, headers=good) for p in ("", "metrics", f"jobs/{HOURLY}")]
+        assert [b.status for b in bodies] == [200, 200, 200]
+        assert fetch(running.url, method="POST", headers=good).status == 405
+        assert fetch(running.url, method="POST").status == 401
+    finally:
+        out, err = running.stop()
+    assert all("s3cret" not in b.text for b in bodies)
+    assert "s3cret" not in out + err
+
+
+def test_a_token_lets_it_listen_beyond_loopback(filled, tmp_path):
+    proc = filled.popen("serve", "--listen", "0.0.0.0:0", "--token-file",
+                        str(token_file(tmp_path)), text=True)
+    try:
+        line = proc.stdout.readline()
+        assert "listening on http://0.0.0.0:" in line
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o604, 0o660])
+def test_a_token_file_others_can_read_is_refused(cw, tmp_path, mode):
+    proc = cw("serve", "--token-file", str(token_file(tmp_path, mode)), timeout=20)
+    assert proc.returncode == 125 and len(proc.stderr.splitlines()) == 1
+    assert b"chmod 600" in proc.stderr and b"s3cret" not in proc.stderr
+
+
+def test_a_token_file_symlink_or_empty_is_refused(cw, tmp_path):
+    real = token_file(tmp_path)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    for path in (link, token_file(tmp_path, text="\n"), tmp_path / "missing"):
+        proc = cw("serve", "--token-file", str(path), timeout=20)
+        assert proc.returncode == 125 and len(proc.stderr.splitlines()) == 1, path
+        assert b"--token-file" in proc.stderr and b"s3cret" not in proc.stderr
+
+
+# -- a ledger that does not answer --------------------------------------------------------------
+
+def test_an_unreachable_ledger_gives_a_page_that_says_so(cw):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    running = Server(cw, "--db", f"postgresql://ops:hunter2pw@127.0.0.1:{port}/ledger")
+    try:
+        replies = [fetch(running.url + p) for p in ("", "healthz", "metrics", "jobs/x")]
+    finally:
+        out, err = running.stop()
+    assert [r.status for r in replies] == [503] * 4
+    assert "The ledger is not answering" in replies[0].text
+    assert all("hunter2pw" not in r.text for r in replies) and "hunter2pw" not in out + err
+    assert "ops:***@" not in out and "***@127.0.0.1" in out  # the label is redacted
+
+
+def test_a_ledger_that_hangs_gives_a_page_not_a_hang(cw):
+    """A server that accepts the connection and never says a word: the page says so once
+    the request's deadline passes, and the server answers other requests meanwhile."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        silent.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(silent.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    port = silent.getsockname()[1]
+    running = Server(cw, "--db", f"postgresql://ops@127.0.0.1:{port}/ledger",
+                     env={"PGCONNECT_TIMEOUT": "120"})
+    try:
+        reply = fetch(running.url, timeout=60)
+    finally:
+        running.stop()
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        silent.close()
+    assert reply.status == 503 and "did not answer" in reply.text
+
+
+def test_a_name_with_a_slash_has_its_pages_encoded_or_decoded_by_a_proxy(filled):
+    filled("run", "-n", "db/backup", "--", "true")
+    running = Server(filled)
+    try:
+        overview = fetch(running.url).text
+        encoded, decoded = fetch(f"{running.url}jobs/db%2Fbackup"), fetch(f"{running.url}jobs/db/backup")
+        run_id = re.search(r'<a href="db%2Fbackup/runs/(\d+)">', encoded.text).group(1)
+        run = fetch(f"{running.url}jobs/db/backup/runs/{run_id}")
+        history = fetch(f"{running.url}api/jobs/db/backup/history")
+    finally:
+        running.stop()
+    assert 'href="jobs/db%2Fbackup"' in overview
+    assert (encoded.status, decoded.status, run.status, history.status) == (200, 200, 200, 200)
+    assert "<h1>db/backup</h1>" in decoded.text and json.loads(history.body)[0]["job"] == "db/backup"

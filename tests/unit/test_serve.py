@@ -1,0 +1,158 @@
+"""``cronwrap serve`` in-process: the listen rules, the WSGI application over an in-memory
+ledger, the pages' escaping, and that ``run`` never imports the server."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import threading
+from datetime import datetime, timezone
+
+import pytest
+
+from cronwrap import pages, serve
+from cronwrap.errors import UsageError
+from cronwrap.ledger.base import ClaimRequest, Finish, JobInfo, Run
+from cronwrap.ledger.sqlite import SqliteLedger
+
+NOW = datetime(2027, 1, 15, 8, 0, 30, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("text, host, port", [("127.0.0.1:8080", "127.0.0.1", 8080),
+                                              ("[::1]:0", "::1", 0), ("localhost:80", "localhost", 80),
+                                              ("0.0.0.0:9000", "0.0.0.0", 9000)])
+def test_parse_listen(text, host, port):
+    assert serve.parse_listen(text) == serve.Listen(host, port)
+
+
+@pytest.mark.parametrize("text", ["8080", ":8080", "host:", "host:http", "h:70000", "h:٣"])
+def test_parse_listen_refuses(text):
+    with pytest.raises(UsageError, match="--listen"):
+        serve.parse_listen(text)
+
+
+@pytest.mark.parametrize("host, loopback", [("127.0.0.1", True), ("127.8.9.1", True),
+                                            ("::1", True), ("LocalHost", True),
+                                            ("0.0.0.0", False), ("::", False), ("10.0.0.1", False),
+                                            ("localhost.example.com", False), ("128.0.0.1", False)])
+def test_loopback(host, loopback):
+    assert serve.is_loopback(host) is loopback
+
+
+def test_beyond_loopback_needs_a_token_file():
+    assert serve.check_listen(serve.Listen("127.0.0.1", 8080), None) is None
+    with pytest.raises(UsageError, match="--token-file"):
+        serve.check_listen(serve.Listen("0.0.0.0", 8080), None)
+
+
+def test_a_ledger_that_never_answers_gives_a_deadline():
+    release = threading.Event()
+    try:
+        with pytest.raises(serve.Deadline, match="did not answer within"):
+            serve.within(0.05, release.wait)
+    finally:
+        release.set()
+
+
+# -- the application over an in-memory ledger --------------------------------------------------
+
+class Shared:
+    """One in-memory ledger the application opens again and again (close keeps it)."""
+
+    def __init__(self) -> None:
+        self.ledger = SqliteLedger(None, clock=lambda: NOW.timestamp())
+        self.ledger.close = lambda: None  # type: ignore[method-assign]
+
+    def __call__(self):
+        return self.ledger
+
+
+def call(app, path: str, method: str = "GET", auth: str | None = None):
+    got: dict = {}
+
+    def start_response(status, headers):
+        got["status"], got["headers"] = int(status.split()[0]), dict(headers)
+
+    environ = {"REQUEST_METHOD": method, "REQUEST_URI": path, "PATH_INFO": path.split("?")[0],
+               "wsgi.input": io.BytesIO()}
+    if auth:
+        environ["HTTP_AUTHORIZATION"] = auth
+    body = b"".join(app(environ, start_response))
+    return got["status"], got["headers"], body.decode()
+
+
+@pytest.fixture
+def app():
+    shared = Shared()
+    request = ClaimRequest(job=JobInfo("<b>j</b>", schedule="*/5 * * * *", tz="UTC"),
+                           run_key="2027-01-15T08:00:00Z", scheduled_at=NOW.replace(second=0),
+                           trigger="schedule", host="h<1>", pid=1, pid_start=1, lease=60.0)
+    claim = shared.ledger.claim(request)
+    shared.ledger.finish(claim.run, Finish(status="failed", duration_ms=5, exit_code=2, signal=None,
+                                           timed_out=False, error_tail="<i>x</i>", log_path=None))
+    return serve.Dashboard(shared, lambda name: [], clock=lambda: NOW)
+
+
+def test_pages_escape_names_hosts_and_tails(app):
+    for path in ("/", "/jobs/%3Cb%3Ej%3C%2Fb%3E", "/jobs/%3Cb%3Ej%3C%2Fb%3E/runs/1"):
+        status, headers, body = call(app, path)
+        assert status == 200, path
+        assert "<b>j" not in body and "h<1>" not in body and "<i>" not in body
+        assert "&lt;b&gt;j&lt;/b&gt;" in body
+        assert "script-src" not in headers["Content-Security-Policy"]
+
+
+def test_methods_and_unknowns(app):
+    assert call(app, "/", "POST")[0] == 405
+    assert call(app, "/", "HEAD")[2] == ""
+    assert call(app, "/jobs/nope")[0] == 404 and call(app, "/jobs/%3Cb%3Ej%3C%2Fb%3E/runs/2")[0] == 404
+
+
+def test_token(app):
+    app.token = "t0k"
+    assert call(app, "/")[0] == 401 and call(app, "/", auth="Bearer t0")[0] == 401
+    assert call(app, "/", auth="Bearer t0k")[0] == 200
+    assert call(app, "/", "DELETE")[0] == 401  # who has no token learns nothing more
+
+
+def test_a_failing_ledger_gives_503(app):
+    def broken():
+        from cronwrap.errors import LedgerError
+
+        raise LedgerError("cannot open postgresql://***@db/x: connection refused")
+
+    app.open_ledger = broken
+    status, _, body = call(app, "/")
+    assert status == 503 and "connection refused" in body
+
+
+def test_a_status_with_no_colour_of_its_own_is_still_drawn():
+    run = Run(run_id=1, job="j", run_key="k", scheduled_at=NOW, trigger="schedule",
+              status="brand-new", attempt=1)
+    html = pages.status_html(run, NOW)
+    assert "brand-new" in html and 'class="s-white"' in html
+
+
+# -- run's imports -----------------------------------------------------------------------------
+
+def test_run_never_imports_the_server(tmp_path):
+    code = (
+        "import os, sys\n"
+        "real_exit = os._exit\n"
+        "def leave(status):\n"
+        f"    with open({str(tmp_path / 'modules')!r}, 'a') as out:\n"  # forked helpers too
+        "        out.write(' '.join(sorted(sys.modules)) + '\\n')\n"
+        "    real_exit(status)\n"
+        "os._exit = leave\n"
+        "from cronwrap.cli import main\n"
+        "main(['run', '-n', 'imports', '--schedule', '*/5 * * * *', '--', 'true'])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRONWRAP_")}
+    env["CRONWRAP_HOME"] = str(tmp_path / "home")
+    subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=60)
+    modules = (tmp_path / "modules").read_text().split()
+    assert "cronwrap.runner" in modules and "cronwrap.attempt" in modules  # it did run
+    assert [m for m in modules if m.split(".")[0] == "waitress"
+            or m in ("cronwrap.serve", "cronwrap.pages")] == []
