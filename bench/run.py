@@ -51,7 +51,7 @@ def install() -> Path:
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
                     "--force-reinstall", "--no-deps", str(REPO)], check=True)
-    probe = subprocess.run([str(python), "-c", "import cronsim, typer, psycopg"], capture_output=True)
+    probe = subprocess.run([str(python), "-c", "import cronsim, typer, psycopg, waitress"], capture_output=True)
     if probe.returncode != 0:
         subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
                         str(REPO)], check=True)
@@ -292,6 +292,14 @@ class Bench:
         argv = [self.exe, "run", "-n", "job3", "--force", "--", "true"]
         commands["sqlite_config"] = (argv, self.env("startup-config",
                                                     CRONWRAP_CONFIG=config))
+        # The same job with its settings on the command line: what the file itself costs,
+        # apart from what its settings (a schedule: the schedule engine) cost.
+        commands["sqlite_cli"] = ([self.exe, "run", "-n", "job3", "--force", "--schedule",
+                                   "21 2 * * *", "--tz", "Europe/Berlin", "--timeout", "4h",
+                                   "--kill-after", "30s", "--on-failure", "logger -t cron job3",
+                                   "--lock", "flock", "--catchup", "latest", "--keep-logs", "30d",
+                                   "--", "true"],
+                                  self.env("startup-cli", CRONWRAP_CONFIG="/dev/null"))
         pg = self.pg()
         if pg:
             commands["pg_config"] = (argv, self.env("startup-config-pg", CRONWRAP_CONFIG=config,
@@ -301,7 +309,9 @@ class Bench:
         ratio = wall["sqlite_config"] / wall["floor"]
         self.row(f"run -- true with a config file of 5 jobs, SQLite, median of {n}",
                  f"ratio to the floor wrapper {ratio:.2f}x (verdict); {wall['sqlite_config']:.1f} "
-                 f"ms; without the file {wall['sqlite']:.1f} ms; floor {wall['floor']:.1f} ms",
+                 f"ms; the same settings on the command line {wall['sqlite_cli']:.1f} ms; "
+                 f"`run -- true` without settings {wall['sqlite']:.1f} ms; floor "
+                 f"{wall['floor']:.1f} ms",
                  "≤ 1.5x the floor wrapper", ratio <= 1.5)
         what = f"run -- true with a config file of 5 jobs, PostgreSQL, median of {n}"
         budget = "≤ 3.0x the SQLite firing with the file"
@@ -749,6 +759,48 @@ class Bench:
             self.skipped_pg(f"status over {size}, PostgreSQL",
                             "≤ 4x the floor wrapper + one psycopg import and connect")
 
+    def serve(self) -> None:
+        """``cronwrap serve`` over the status ledgers: GET / and GET /metrics, each timed by
+        the client on a fresh connection (a browser's reload, a scrape), interleaved with the
+        floor wrapper; ≤ 4x the floor, each (PostgreSQL: each answer connects once, the psycopg
+        import is paid at the server's start). The first GET / after the start, which reads
+        every job's strip, is reported apart."""
+        jobs, runs = (100, 1000) if self.quick else (500, 2000)
+        size = f"{jobs * runs:,} runs, {jobs} jobs" + (" (--quick size)" if self.quick else "")
+        ledgers = {"SQLite": self.env("serve-sqlite", CRONWRAP_HOME=str(
+            self.sqlite_status_ledger(jobs, runs)[0]))}
+        if self.pg():
+            ledgers["PostgreSQL"] = self.env("serve-pg", CRONWRAP_DB=self.pg_status_ledger(jobs, runs)[0])
+        else:
+            self.skipped_pg(f"serve over {size}, PostgreSQL", "≤ 4x the floor wrapper, each")
+        floor_argv = [self.python, str(HERE / "floor_wrapper.py"), str(self.tmp), "true"]
+        floor_env = self.env("serve-floor")
+        n = 5 if self.quick else 15
+        for label, env in ledgers.items():
+            server = subprocess.Popen([self.exe, "serve", "--listen", "127.0.0.1:0"], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            try:
+                url = re.search(r"http://\S+/", server.stdout.readline()).group(0)
+                cold, size_kb = http_get(url)
+                http_get(url + "metrics")
+                timed(floor_argv, floor_env)
+                samples: dict[str, list[float]] = {"floor": [], "/": [], "/metrics": []}
+                for _ in range(n):
+                    samples["floor"].append(timed(floor_argv, floor_env))
+                    samples["/"].append(http_get(url)[0])
+                    samples["/metrics"].append(http_get(url + "metrics")[0])
+            finally:
+                server.terminate()
+                server.wait(timeout=30)
+            med = {k: statistics.median(v) for k, v in samples.items()}
+            floor = med["floor"]
+            figures = ", ".join(f"GET {p} {med[p]:.0f} ms ({min(samples[p]):.0f}–{max(samples[p]):.0f}), "
+                                f"{med[p] / floor:.2f}x" for p in ("/", "/metrics"))
+            self.row(f"serve over {size}, {label}, median of {n}",
+                     f"{figures} the floor wrapper ({floor:.1f} ms); the first GET / after the start "
+                     f"(every job's strip read) {cold:.0f} ms; the overview is {size_kb:.0f} KB",
+                     "≤ 4x the floor wrapper, each", max(med["/"], med["/metrics"]) <= 4 * floor)
+
     def build_ledger(self, kind: str, target: str, jobs: int, runs: int) -> str:
         print(f"    building the {kind} ledger ({jobs * runs:,} runs)…", flush=True)
         done = subprocess.run([self.python, str(HERE / "ledger_data.py"), kind, target, str(jobs),
@@ -845,8 +897,19 @@ class Bench:
             print(f"files of this run kept in {self.tmp}", flush=True)
 
 
+def http_get(url: str) -> tuple[float, float]:
+    """(wall ms, KB) of one GET on a fresh connection, never through a proxy."""
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    start = time.perf_counter()
+    with opener.open(url, timeout=120) as response:
+        body = response.read()
+    return (time.perf_counter() - start) * 1000, len(body) / 1024
+
+
 MEASUREMENTS = ("startup", "startup_pg", "startup_config", "big_output", "term_lateness", "race", "takeover",
-                "status", "connections", "burst", "fleet")
+                "status", "serve", "connections", "burst", "fleet")
 
 
 def main() -> int:
