@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import List, Optional
 
@@ -15,7 +13,11 @@ import typer
 # typer 0.29 vendors click (pinned in pyproject.toml: its exception classes moved between releases)
 from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
-from cronwrap.errors import CHECK_UNKNOWN, EXIT_CRONWRAP, CronwrapError, UsageError
+from cronwrap.errors import EXIT_CRONWRAP, UsageError
+# What every command reads first (ledger, config file, log directories) lives in reads.py, where
+# the read commands run without typer.
+from cronwrap.reads import config as _config, ledger as _ledger, ledger_url as _ledger_url
+from cronwrap.reads import log_dirs as _log_dirs, now as _now
 
 cli = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -49,68 +51,6 @@ def _name(name: str) -> str:
     return job_name(name, "NAME")
 
 
-def _ledger(db: Optional[str], read_only: bool = False):
-    """read_only: status, history and logs read a ledger on a read-only or full disk."""
-    from cronwrap.paths import resolve_dirs
-    from cronwrap.ledger.url import open_ledger
-
-    return open_ledger(_ledger_url(db), resolve_dirs(os.environ), read_only=read_only)
-
-
-def _ledger_url(db: Optional[str]) -> Optional[str]:
-    """--db, else CRONWRAP_DB, else the config file's db, checked; None: the embedded one."""
-    from cronwrap.spec import ledger_url
-
-    url, label = db, "--db"
-    if not url and os.environ.get("CRONWRAP_DB"):
-        url, label = os.environ["CRONWRAP_DB"], "CRONWRAP_DB"
-    if not url:
-        url, label = _config_db()
-    return ledger_url(url, label) if url else None
-
-
-def _config():
-    """The config file this host's jobs read, loaded (None when there is none)."""
-    from cronwrap import config
-
-    path = config.find_config(os.environ)
-    return None if path is None else config.load_config(path)
-
-
-def _config_db() -> tuple[str | None, str]:
-    """The [defaults] db of the config file: the ledger the jobs on this host use."""
-    loaded = _config()
-    value = loaded.defaults.get("db") if loaded else None
-    return (str(value), loaded.where(None, "db")) if value else (None, "")
-
-
-def _log_dirs(name: str) -> list[Path]:
-    """The log directories the operator configured here, where ``logs`` may read captured
-    output: CRONWRAP_LOG_DIR, log-dir of the config file's [jobs.NAME] and [defaults], and
-    the default. Never a path the ledger names: a shared ledger's writer chooses those."""
-    from cronwrap import spec
-    from cronwrap.paths import resolve_dirs
-
-    option = spec.BY_LONG["log-dir"]
-    found = [spec.path(os.environ[option.env], option.env)] if os.environ.get(option.env) else []
-    loaded = _config()
-    sections = [(name, loaded.jobs.get(name, {})), (None, loaded.defaults)] if loaded else []
-    for section, values in sections:
-        if values.get("log-dir"):
-            found.append(spec.path(values["log-dir"], loaded.where(section, "log-dir")))
-    return list(dict.fromkeys([*found, resolve_dirs(os.environ).logs]))
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def _since(text: str) -> float:
-    from cronwrap.durations import parse_duration
-
-    return parse_duration(text, "--since")
-
-
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
                                "help_option_names": []})
 def run(ctx: typer.Context) -> int:
@@ -133,56 +73,10 @@ def status(
     db: Optional[str] = typer.Option(None, help=DB_HELP),
 ) -> int:
     """One row per job: last run, status, duration, last success, next due, running runs, health."""
-    try:
-        return _status(names, since, as_json, output_format, textfile, check, max_age,
-                       warn_duration, db)
-    except CronwrapError as exc:
-        if not check:
-            raise
-        print(f"CRONWRAP UNKNOWN - {exc}")  # a plugin that cannot tell says UNKNOWN (Nagios)
-        return CHECK_UNKNOWN
+    from cronwrap import reads
 
-
-def _status(names, since, as_json, output_format, textfile, check, max_age, warn_duration,
-            db) -> int:
-    from cronwrap import report
-    from cronwrap.durations import parse_duration
-
-    if output_format not in ("table", "json", "prometheus"):
-        raise UsageError(f"--format: {output_format!r} is not one of table, json, prometheus")
-    limits = [parse_duration(v, o) if v else None for v, o in ((max_age, "--max-age"),
-                                                               (warn_duration, "--warn-duration"))]
-    names = [_name(n) for n in names or []]
-    now = _now()
-    ledger = _ledger(db, read_only=True)
-    try:
-        since_at = report.since_of(now, _since(since))
-        if names and len(names) == 1 and output_format == "table" and not (as_json or check or textfile):
-            report.render_runs(ledger.runs(names[0], 60, since_at), now)
-            return 0
-        reports = report.job_reports(ledger, since_at, names or None, now)
-        p95 = report.usual_p95(ledger, reports) if check else {}
-    finally:
-        ledger.close()
-    return _show_status(reports, now, "json" if as_json else output_format, textfile, check, limits, p95)
-
-
-def _show_status(reports, now, output_format, textfile, check, limits, p95) -> int:
-    from cronwrap import monitor, report
-
-    if textfile:
-        monitor.write_textfile(textfile, monitor.prometheus(reports, now))
-    if check:
-        result = monitor.check(reports, now, limits[0], limits[1], p95)
-        print(result.text)
-        return result.exit_code
-    if output_format == "json":
-        print(json.dumps([report.report_json(r, now) for r in reports], indent=2))
-    elif output_format == "prometheus":
-        sys.stdout.write(monitor.prometheus(reports, now))
-    elif not textfile:
-        report.render_status(reports, now)
-    return 0
+    return reads.status(names, since, as_json, output_format, textfile, check, max_age,
+                        warn_duration, db)
 
 
 @cli.command()
@@ -193,20 +87,9 @@ def history(
     db: Optional[str] = typer.Option(None, help=DB_HELP),
 ) -> int:
     """The runs of one job, newest first."""
-    from cronwrap import report
+    from cronwrap import reads
 
-    name = _name(name)
-    now = _now()
-    ledger = _ledger(db, read_only=True)
-    try:
-        runs = ledger.runs(name, limit)
-    finally:
-        ledger.close()
-    if as_json:
-        print(json.dumps([r.to_json(now) for r in runs], indent=2))
-    else:
-        report.render_runs(runs, now)
-    return 0
+    return reads.history(name, limit, as_json, db)
 
 
 @cli.command()
@@ -219,16 +102,9 @@ def logs(
     db: Optional[str] = typer.Option(None, help=DB_HELP),
 ) -> int:
     """Print the captured output of a run, read only from this host's log directories (CRONWRAP_LOG_DIR, log-dir in the config file, the default): never from a path the ledger names, never through a symlink."""
-    from cronwrap import logview
+    from cronwrap import reads
 
-    name = _name(name)
-    log_dirs = _log_dirs(name)
-    ledger = _ledger(db, read_only=True)
-    try:
-        return logview.show(ledger, name, run_id, follow, log_dirs,
-                            escape=not raw and sys.stdout.isatty())
-    finally:
-        ledger.close()
+    return reads.logs(name, run_id, follow, raw, db)
 
 
 @cli.command()
@@ -317,17 +193,9 @@ def explain(
     as_json: bool = typer.Option(False, "--json", help='Print {"expression", "tz", "next", "warnings"}.'),
 ) -> int:
     """The next fire times of a schedule, and what a person should know about it."""
-    from cronwrap import report, schedule as sched
+    from cronwrap import reads
 
-    host = sched.system_zone_name()
-    zone, zone_name = sched.resolve_zone(tz, os.environ, host)
-    begin = sched.parse_timestamp(start, zone, "--from") if start else _now()
-    result = sched.explain(expression, zone, zone_name, host, begin, count)
-    if as_json:
-        print(json.dumps(result.to_json(), indent=2))
-    else:
-        report.render_explain(result)
-    return 0
+    return reads.explain(expression, tz, count, start, as_json)
 
 
 def _read_crontab(file: str) -> tuple[str, str]:

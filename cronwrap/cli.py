@@ -2,8 +2,10 @@
 
 ``run`` fires on every host every minute, so it must not pay for typer's parameter machinery
 (~130 ms measured, ARCHITECTURE.md): ``main()`` hands ``run`` to runargs.py, which parses it
-from the option table in spec.py. The administrative commands use typer (admin.py). This is
-the one place where an exception becomes an exit status.
+from the option table in spec.py. The read commands an operator runs most (``status``,
+``history``, ``logs``, ``explain``) go through readargs.py the same way; the administrative
+commands use typer (admin.py). This is the one place where an exception becomes an exit
+status.
 """
 
 from __future__ import annotations
@@ -16,6 +18,11 @@ from cronwrap.errors import EXIT_CRONWRAP, CronwrapError
 from cronwrap.runargs import run_command
 from cronwrap.stdio import warn
 
+# An operator's read commands, parsed without typer as ``run`` is (readargs.py); what that
+# parser does not understand (--help, a mistake) still goes to typer.
+READ_COMMANDS = (["status"], ["history"], ["logs"], ["explain"])
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     open_stdio()
@@ -25,6 +32,12 @@ def main(argv: list[str] | None = None) -> int:
         if args[:1] == ["--version"]:
             print(f"cronwrap {__version__}")
             return 0
+        if args[:1] in READ_COMMANDS:
+            from cronwrap.readargs import read_command
+
+            done = read_command(args)
+            if done is not None:
+                return done
         from cronwrap.admin import app
 
         return app(args)

@@ -1,27 +1,30 @@
 """What ``status``, ``history`` and ``logs`` show: data first, rendering second.
 
 ``job_reports`` builds plain objects from the ledger; ``to_json`` and the ``render_*``
-functions draw them. rich is imported only inside the renderers. What the renderers show of
-the ledger goes through ``cell`` (or ``textsafe.safe_text``): a shared ledger's writer chooses
-those strings, and they must reach a terminal as text, not as escape sequences or markup.
+functions draw them, through table.py (rich's look without rich's cost: 350 ms for a fleet's
+table). What the renderers show of the ledger goes through ``cell`` (or
+``textsafe.safe_text``): a shared ledger's writer chooses those strings, and they must reach
+a terminal as text, not as escape sequences or markup.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from cronwrap.durations import format_duration
 from cronwrap.ledger import base
 from cronwrap.ledger.base import JobSummary, Run, iso
+from cronwrap.record import Record
+from cronwrap.table import Cell, Screen, render_table, render_text
 from cronwrap.textsafe import safe_text
 
 OK, WARNING, CRITICAL = "ok", "warning", "critical"
 BAD_STATUSES = (base.FAILED, base.TIMEOUT, base.KILLED)
 
 
-@dataclass
-class JobReport:
+class JobReport(Record):
+    """One job as ``status`` shows it (a Record: a dataclass cost ``status`` 10 ms of import)."""
+
     summary: JobSummary
     health: str
     why: str
@@ -29,6 +32,7 @@ class JobReport:
     next_due_at: datetime | None = None
     missed: int = 0  # slots without a run: recorded missed + late
     late: int = 0  # slots passed that no host has fired yet (recorded missed by the next firing)
+    _defaults = dict(next_due_at=None, missed=0, late=0, slow=None)
     slow: str | None = None  # --slow-factor: why the last run counts as slow
 
     @property
@@ -39,6 +43,7 @@ class JobReport:
 
 LATE_GRACE = timedelta(seconds=90)  # the slot-mapping tolerance: a firing may still come
 MAX_LATE = 1000
+_PLANS: dict[tuple[str, str | None], object] = {}  # parsed schedules, by (schedule, tz)
 
 
 def assess(summary: JobSummary, now: datetime, missed: int = 0, late: int = 0,
@@ -75,8 +80,12 @@ def warning_detail(run: Run) -> str:
 def job_reports(ledger: base.Ledger, since: datetime, names: list[str] | None,
                 now: datetime) -> list[JobReport]:
     reports = []
+    known: dict[tuple, tuple[datetime | None, int]] = {}  # jobs on one schedule share its slots
     for summary in ledger.summaries(since, names):
-        next_due, late = schedule_state(summary, now)
+        key = (summary.schedule, summary.tz, summary.last_slot)
+        if key not in known:
+            known[key] = schedule_state(summary, now)
+        next_due, late = known[key]
         missed = summary.counts.get(base.MISSED, 0) + late
         slow = slow_note(summary, ledger)
         health, why = assess(summary, now, missed, late, slow)
@@ -136,10 +145,15 @@ def schedule_state(summary: JobSummary, now: datetime) -> tuple[datetime | None,
     from cronwrap import schedule as sched
     from cronwrap.errors import CronwrapError
 
-    try:
-        zone = sched.load_zone(summary.tz or "UTC")
-        plan = sched.Schedule.parse(summary.schedule, zone, summary.tz)
-    except CronwrapError:
+    key = (summary.schedule, summary.tz)
+    if key not in _PLANS:  # a fleet's jobs share a few schedules: each is parsed once
+        try:
+            zone = sched.load_zone(summary.tz or "UTC")
+            _PLANS[key] = sched.Schedule.parse(summary.schedule, zone, summary.tz)
+        except CronwrapError:
+            _PLANS[key] = None
+    plan = _PLANS[key]
+    if plan is None:
         return None, 0  # a schedule this version cannot read: show the rest
     late = 0
     if summary.last_slot is None:
@@ -187,77 +201,84 @@ _COLOURS = {base.SUCCEEDED: "green", base.WARNING: "yellow", base.FAILED: "red",
 _HEALTH = {OK: "green", WARNING: "yellow", CRITICAL: "bold red"}
 
 
-def status_cell(run: Run, now: datetime):
+def status_cell(run: Run, now: datetime) -> Cell:
     shown = run.shown_status(now)
     text = shown + (f" ({run.skip_reason})" if run.skip_reason else "")
     return cell(text, _COLOURS.get(shown, "white"))
 
 
-def cell(value: object, style: str = ""):
+def cell(value: object, style: str = "") -> Cell:
     """Text for a person from anything the ledger holds: control characters escaped
-    (textsafe), and a ``rich.text.Text``, so that ``[red]`` or ``:smile:`` in a job name or a
-    host is shown as written, never read as markup or an emoji code."""
-    from rich.text import Text
-
-    return Text(safe_text(str(value)), style=style)
+    (textsafe), in a ``table.Cell``, which is never read as markup: ``[red]`` or ``:smile:``
+    in a job name or a host is shown as written."""
+    return Cell([(safe_text(str(value)), "")], style)
 
 
-def _add_row(table, *cells) -> None:
-    table.add_row(*(cell(c) if isinstance(c, str) else c for c in cells))
+def _cells(*values: str | Cell) -> list[Cell]:
+    return [cell(v) if isinstance(v, str) else v for v in values]
+
+
+STATUS_COLUMNS = ["JOB", "LAST RUN", "STATUS", "EXIT", "DURATION", "LAST SUCCESS", "NEXT DUE",
+                  "RUNNING", "HEALTH"]
+RUN_COLUMNS = ["RUN", "SLOT", "TRIGGER", "STATUS", "ATTEMPT", "HOST", "STARTED", "DURATION",
+               "EXIT", "FENCE"]
 
 
 def render_status(reports: list[JobReport], now: datetime) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(box=None, header_style="bold")
-    for column in ("JOB", "LAST RUN", "STATUS", "EXIT", "DURATION", "LAST SUCCESS",
-                   "NEXT DUE", "RUNNING", "HEALTH"):
-        table.add_column(column)
+    screen = Screen.of_stdout()
+    if not reports:
+        _write(render_text("no jobs recorded yet: run one with cronwrap run -n NAME -- COMMAND",
+                           screen))
+        return
+    rows = []
     for rep in reports:
         s, last = rep.summary, rep.summary.last_run
         running = ", ".join(f"{r.host}:{r.pid} lease {format_duration(r.lease_left(now))} "
                             f"fence {r.fence}" for r in rep.live) or "-"
-        _add_row(
-            table, s.job, ago(last.started_at or last.scheduled_at, now) if last else "-",
+        rows.append(_cells(
+            s.job, ago(last.started_at or last.scheduled_at, now) if last else "-",
             status_cell(last, now) if last else "-",
             "-" if last is None or last.exit_code is None else str(last.exit_code),
             duration_text(last), ago(s.last_success_at, now), ago(rep.next_due_at, now), running,
-            Text.assemble((rep.health, _HEALTH[rep.health]), " " + safe_text(rep.why)),
-        )
-    out = console()
-    if not reports:
-        out.print("no jobs recorded yet: run one with cronwrap run -n NAME -- COMMAND")
-        return
-    out.print(table)
+            Cell([(rep.health, _HEALTH[rep.health]), (" " + safe_text(rep.why), "")]),
+        ))
+    _write(render_table(STATUS_COLUMNS, rows, screen))
 
 
 def render_runs(runs: list[Run], now: datetime) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(box=None, header_style="bold")
-    for column in ("RUN", "SLOT", "TRIGGER", "STATUS", "ATTEMPT", "HOST", "STARTED",
-                   "DURATION", "EXIT", "FENCE"):
-        table.add_column(column)
-    for r in runs:
-        _add_row(
-            table, str(r.run_id), r.run_key, r.trigger, status_cell(r, now), str(r.attempt),
-            r.host or "-", ago(r.started_at, now), duration_text(r),
-            "-" if r.exit_code is None else str(r.exit_code), str(r.fence or "-"),
-        )
-    out = console()
+    screen = Screen.of_stdout()
+    rows = [_cells(str(r.run_id), r.run_key, r.trigger, status_cell(r, now), str(r.attempt),
+                   r.host or "-", ago(r.started_at, now), duration_text(r),
+                   "-" if r.exit_code is None else str(r.exit_code), str(r.fence or "-"))
+            for r in runs]
+    out = []
     if runs:
         from cronwrap.picture import history_picture
 
-        out.print(history_picture(runs, 60, now).to_rich())
-        out.print()
-    out.print(table)
+        picture = history_picture(runs, 60, now)
+        out += [render_text(picture.plain(), screen, _offsets(picture)), "\n"]
+    out.append(render_table(RUN_COLUMNS, rows, screen))
     last_bad = next((r for r in runs if r.status in BAD_STATUSES and r.error_tail), None)
     if last_bad is not None:
-        out.print()
-        out.print(cell(f"last output of run {last_bad.run_id} ({last_bad.status}):", "bold"))
-        out.print(Text(safe_text(last_bad.error_tail.rstrip()[-1500:], lines=True)))
+        heading = safe_text(f"last output of run {last_bad.run_id} ({last_bad.status}):")
+        out += ["\n", render_text(heading, screen, style="bold"),
+                render_text(safe_text(last_bad.error_tail.rstrip()[-1500:], lines=True), screen)]
+    _write("".join(out))
+
+
+def _offsets(picture) -> list[tuple[int, int, str]]:
+    """The picture's style spans as offsets into ``picture.plain()``."""
+    starts = [0]
+    for line in picture.lines:
+        starts.append(starts[-1] + len(line) + 1)
+    return [(starts[line] + start, starts[line] + end, style)
+            for line, start, end, style in picture.spans]
+
+
+def _write(text: str) -> None:
+    import sys
+
+    sys.stdout.write(text)
 
 
 def usual_p95(ledger: base.Ledger, reports: list[JobReport]) -> dict[str, float]:
@@ -273,23 +294,14 @@ def usual_p95(ledger: base.Ledger, reports: list[JobReport]) -> dict[str, float]
     return p95
 
 
-def console():
-    import sys
-
-    from rich.console import Console
-
-    # Piped or captured output (cron mail, scripts, tests) gets a wide fixed width.
-    return Console(width=None if sys.stdout.isatty() else 160)
-
-
 def render_explain(result) -> None:
-    out = console()
-    out.print(f"[bold]{result.expression}[/] in {result.tz}" +
-              (f" (= {result.cron})" if result.cron and result.cron != result.expression else ""))
-    for t in result.next:
-        out.print(f"  {t.isoformat()}  {t:%a}", highlight=False)
-    for warning in result.warnings:
-        out.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    screen = Screen.of_stdout()
+    same = not result.cron or result.cron == result.expression
+    head = f"{result.expression} in {result.tz}" + ("" if same else f" (= {result.cron})")
+    out = [render_text(head, screen, [(0, len(result.expression), "bold")])]
+    out += [render_text(f"  {t.isoformat()}  {t:%a}", screen) for t in result.next]
+    out += [render_text(f"warning: {w}", screen, [(0, 8, "yellow")]) for w in result.warnings]
+    _write("".join(out))
 
 
 def since_of(now: datetime, seconds: float) -> datetime:

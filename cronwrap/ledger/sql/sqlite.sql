@@ -151,10 +151,23 @@ SELECT * FROM runs WHERE status = 'running'
 
 -- name: all_counts
 -- Per job through runs_job_created (a range of the window for each job); a plain GROUP BY
--- over runs walked the whole table: 1.4 s for a million rows instead of ~30 ms.
-SELECT j.name AS job, r.status, count(*) AS n
-FROM jobs j CROSS JOIN runs r ON r.job = j.name AND r.created_at >= :since
-GROUP BY j.name, r.status
+-- over runs walked the whole table: 1.4 s for a million rows instead of ~30 ms. Grouping by
+-- status sorts every row of the window (a temporary B-tree): only the rows that did not
+-- succeed (the few) are grouped, and a job's successes are its rows less those; half the time
+-- for a fleet's week of runs.
+WITH others AS MATERIALIZED (
+  SELECT j.name AS job, r.status, count(*) AS n
+  FROM jobs j CROSS JOIN runs r
+    ON r.job = j.name AND r.created_at >= :since AND r.status <> 'succeeded'
+  GROUP BY j.name, r.status)
+SELECT job, status, n FROM others
+UNION ALL
+SELECT job, 'succeeded', n FROM (
+  SELECT j.name AS job,
+    (SELECT count(*) FROM runs r WHERE r.job = j.name AND r.created_at >= :since)
+    - coalesce((SELECT sum(o.n) FROM others o WHERE o.job = j.name), 0) AS n
+  FROM jobs j)
+WHERE n > 0
 
 -- name: prune
 -- Old finished rows beyond each job's newest :keep, never a running row, never a slot inside

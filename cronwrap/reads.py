@@ -1,0 +1,245 @@
+"""The read commands — ``status``, ``history``, ``logs``, ``explain`` — and what every
+administrative command reads first: which ledger, the config file, the log directories.
+
+No typer here: an operator's ``status`` is half of what cronwrap is used for, and typer's
+parameter machinery alone cost more than the whole command may (bench/results.md, issue 15).
+cli.py hands these commands to readargs.py, which parses them and calls the functions below;
+the typer commands of admin.py (their help, the man page) call the same functions. What
+``status --json`` computes is ``report.job_reports`` and ``report.report_json``: one
+function per fact, for ``serve`` too.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+from cronwrap.errors import CHECK_UNKNOWN, CronwrapError, UsageError
+
+FORMATS = ("table", "json", "prometheus")
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def job_name(name: str) -> str:
+    from cronwrap.spec import job_name as checked
+
+    return checked(name, "NAME")
+
+
+def ledger(db: str | None, read_only: bool = False):
+    """The ledger the command names (``ledger_url``), opened. read_only: status, history and
+    logs read a ledger on a read-only or full disk."""
+    from cronwrap.ledger.url import open_ledger
+    from cronwrap.paths import resolve_dirs
+
+    return open_ledger(ledger_url(db), resolve_dirs(os.environ), read_only=read_only)
+
+
+def ledger_url(db: str | None) -> str | None:
+    """--db, else CRONWRAP_DB, else the config file's db, checked; None: the embedded one."""
+    from cronwrap.spec import ledger_url as checked
+
+    url, label = db, "--db"
+    if not url and os.environ.get("CRONWRAP_DB"):
+        url, label = os.environ["CRONWRAP_DB"], "CRONWRAP_DB"
+    if not url:
+        url, label = _config_db()
+    return checked(url, label) if url else None
+
+
+def config():
+    """The config file this host's jobs read, loaded (None when there is none)."""
+    from cronwrap import config as files
+
+    path = files.find_config(os.environ)
+    return None if path is None else files.load_config(path)
+
+
+def _config_db() -> tuple[str | None, str]:
+    """The [defaults] db of the config file: the ledger the jobs on this host use."""
+    loaded = config()
+    value = loaded.defaults.get("db") if loaded else None
+    return (str(value), loaded.where(None, "db")) if value else (None, "")
+
+
+def log_dirs(name: str) -> list[Path]:
+    """The log directories the operator configured here, where ``logs`` may read captured
+    output: CRONWRAP_LOG_DIR, log-dir of the config file's [jobs.NAME] and [defaults], and
+    the default. Never a path the ledger names: a shared ledger's writer chooses those."""
+    from cronwrap import spec
+    from cronwrap.paths import resolve_dirs
+
+    option = spec.BY_LONG["log-dir"]
+    found = [spec.path(os.environ[option.env], option.env)] if os.environ.get(option.env) else []
+    loaded = config()
+    sections = [(name, loaded.jobs.get(name, {})), (None, loaded.defaults)] if loaded else []
+    for section, values in sections:
+        if values.get("log-dir"):
+            found.append(spec.path(values["log-dir"], loaded.where(section, "log-dir")))
+    return list(dict.fromkeys([*found, resolve_dirs(os.environ).logs]))
+
+
+# -- status ------------------------------------------------------------------------------------
+
+def status(names: list[str] | None, since: str = "7d", as_json: bool = False,
+           output_format: str = "table", textfile: str | None = None, check: bool = False,
+           max_age: str | None = None, warn_duration: str | None = None,
+           db: str | None = None) -> int:
+    try:
+        return _status(names, since, as_json, output_format, textfile, check, max_age,
+                       warn_duration, db)
+    except CronwrapError as exc:
+        if not check:
+            raise
+        print(f"CRONWRAP UNKNOWN - {exc}")  # a plugin that cannot tell says UNKNOWN (Nagios)
+        return CHECK_UNKNOWN
+
+
+def _status(names, since, as_json, output_format, textfile, check, max_age, warn_duration,
+            db) -> int:
+    from cronwrap import report
+    from cronwrap.durations import parse_duration
+
+    if output_format not in FORMATS:
+        raise UsageError(f"--format: {output_format!r} is not one of table, json, prometheus")
+    limits = [parse_duration(v, o) if v else None for v, o in ((max_age, "--max-age"),
+                                                               (warn_duration, "--warn-duration"))]
+    names = [job_name(n) for n in names or []]
+    taken = now()
+    since_at = report.since_of(taken, parse_duration(since, "--since"))
+    opened = ledger(db, read_only=True)
+    try:
+        if len(names) == 1 and output_format == "table" and not (as_json or check or textfile):
+            report.render_runs(opened.runs(names[0], 60, since_at), taken)
+            return 0
+        reports = report.job_reports(opened, since_at, names or None, taken)
+        p95 = report.usual_p95(opened, reports) if check else {}
+    finally:
+        opened.close()
+    return _show_status(reports, taken, "json" if as_json else output_format, textfile, check,
+                        limits, p95)
+
+
+def _show_status(reports, taken, output_format, textfile, check, limits, p95) -> int:
+    from cronwrap import report
+
+    if textfile or check or output_format == "prometheus":
+        from cronwrap import monitor
+
+        if textfile:
+            monitor.write_textfile(textfile, monitor.prometheus(reports, taken))
+        if check:
+            result = monitor.check(reports, taken, limits[0], limits[1], p95)
+            print(result.text)
+            return result.exit_code
+        if output_format == "prometheus":
+            sys.stdout.write(monitor.prometheus(reports, taken))
+            return 0
+    if output_format == "json":
+        sys.stdout.write(_json([report.report_json(r, taken) for r in reports]) + "\n")
+    elif not textfile:
+        report.render_status(reports, taken)
+    return 0
+
+
+def _json(value: object) -> str:
+    """``json.dumps(value, indent=2)``, character for character, in a fraction of its time:
+    the C encoder cannot indent, and Python's own encoder took ~40 ms for a fleet's ``status
+    --json``. A list or dict of plain values is one call of the C encoder, its items set
+    apart by an indenting separator (a JSON string never holds a raw newline)."""
+    import json
+
+    import json.encoder
+
+    if json.encoder.c_make_encoder is None:  # a Python built without the C accelerator
+        return json.dumps(value, indent=2)
+    flat = {"": _c_encoder(json, ", ")}  # a C encoder per depth, its separator indenting items
+    quoted = json.encoder.encode_basestring_ascii
+
+    def plain(value: object) -> str:
+        return quoted(value) if isinstance(value, str) else "".join(flat[""](value, 0))
+
+    return _indented(value, "", plain, flat, json)
+
+
+def _c_encoder(json, separator: str):
+    return json.encoder.c_make_encoder(None, json.JSONEncoder().default,
+                                       json.encoder.encode_basestring_ascii, None, ": ",
+                                       separator, False, False, True)
+
+
+def _indented(value: object, pad: str, plain, flat, json) -> str:
+    inner = pad + "  "
+    nested = (dict, list, tuple)
+    if isinstance(value, dict) and value and all(type(k) is str for k in value):
+        if any(isinstance(v, nested) for v in value.values()):
+            items = (f"{plain(k)}: {_indented(v, inner, plain, flat, json)}" for k, v in value.items())
+            return "{\n" + inner + (",\n" + inner).join(items) + "\n" + pad + "}"
+    elif isinstance(value, (list, tuple)) and value:
+        if any(isinstance(v, nested) for v in value):
+            items = (_indented(v, inner, plain, flat, json) for v in value)
+            return "[\n" + inner + (",\n" + inner).join(items) + "\n" + pad + "]"
+    elif not value and isinstance(value, nested):
+        return "{}" if isinstance(value, dict) else "[]"
+    elif isinstance(value, dict):  # keys json converts (numbers, None): json itself
+        return json.dumps(value, indent=2).replace("\n", "\n" + pad)
+    else:
+        return plain(value)
+    if inner not in flat:
+        flat[inner] = _c_encoder(json, ",\n" + inner)
+    text = "".join(flat[inner](value, 0))
+    return text[0] + "\n" + inner + text[1:-1] + "\n" + pad + text[-1]
+
+
+# -- history, logs, explain --------------------------------------------------------------------
+
+def history(name: str, limit: int = 20, as_json: bool = False, db: str | None = None) -> int:
+    from cronwrap import report
+
+    name = job_name(name)
+    taken = now()
+    opened = ledger(db, read_only=True)
+    try:
+        runs = opened.runs(name, limit)
+    finally:
+        opened.close()
+    if as_json:
+        sys.stdout.write(_json([r.to_json(taken) for r in runs]) + "\n")
+    else:
+        report.render_runs(runs, taken)
+    return 0
+
+
+def logs(name: str, run_id: int | None = None, follow: bool = False, raw: bool = False,
+         db: str | None = None) -> int:
+    from cronwrap import logview
+
+    name = job_name(name)
+    dirs = log_dirs(name)
+    opened = ledger(db, read_only=True)
+    try:
+        return logview.show(opened, name, run_id, follow, dirs,
+                            escape=not raw and sys.stdout.isatty())
+    finally:
+        opened.close()
+
+
+def explain(expression: str, tz: str | None = None, count: int = 5, start: str | None = None,
+            as_json: bool = False) -> int:
+    from cronwrap import report, schedule as sched
+
+    host = sched.system_zone_name()
+    zone, zone_name = sched.resolve_zone(tz, os.environ, host)
+    begin = sched.parse_timestamp(start, zone, "--from") if start else now()
+    result = sched.explain(expression, zone, zone_name, host, begin, count)
+    if as_json:
+        sys.stdout.write(_json(result.to_json()) + "\n")
+    else:
+        report.render_explain(result)
+    return 0
+
