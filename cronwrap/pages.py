@@ -124,9 +124,10 @@ def document(title: str, root: str, body: str, refresh: int | None = None,
 
 # -- the overview ------------------------------------------------------------------------------
 
-def overview(reports: list[JobReport], strips: dict[str, list[Run]], now: datetime,
+def overview(reports: list[JobReport], strips: dict[str, str], now: datetime,
              ledger: str = "") -> str:
-    """Every job, critical first: health, last run, next due, running now, its last slots."""
+    """Every job, critical first: health, last run, next due, running now, its last slots
+    (``strips``: each job's ``strip_html``)."""
     ordered = sorted(reports, key=lambda r: (-severity(r.health), r.summary.job))
     if not ordered:
         body = ("<h1>cronwrap</h1><p>No jobs recorded yet: run one with "
@@ -140,18 +141,23 @@ def overview(reports: list[JobReport], strips: dict[str, list[Run]], now: dateti
     head = ("<tr><th>job</th><th>health</th><th>last run</th><th>exit</th><th>duration</th>"
             "<th>host</th><th>when</th><th>next due</th><th>running now</th>"
             f"<th>last {STRIP} slots</th></tr>")
-    rows = "".join(overview_row(rep, strips.get(rep.summary.job, []), now) for rep in ordered)
+    rows = "".join(overview_row(rep, strips.get(rep.summary.job, ""), now) for rep in ordered)
     body = (f"<h1>cronwrap: {len(ordered)} job{'s' if len(ordered) != 1 else ''}</h1>"
             f"<p>{tally} <span class=\"muted\">(as of {h(iso(now))})</span></p>"
             f'<table id="jobs">{head}{rows}</table>')
     return document("all jobs", "./", body, REFRESH_OVERVIEW, ledger)
 
 
-def overview_row(rep: JobReport, runs: list[Run], now: datetime) -> str:
+def strip_html(runs: list[Run], now: datetime) -> str:
+    """The marks of the picture ``status NAME`` draws, for the job's newest runs. It depends
+    on ``now`` only while one of them is running (its lease may expire)."""
+    return picture_html(history_picture(runs, STRIP, now), 1) if runs else ""
+
+
+def overview_row(rep: JobReport, strip: str, now: datetime) -> str:
     s, last = rep.summary, rep.summary.last_run
     running = "<br>".join(f"{h(r.host or '-')} (lease {h(format_duration(r.lease_left(now)))} "
                           "left)" for r in rep.live) or '<span class="muted">-</span>'
-    strip = picture_html(history_picture(runs, STRIP, now), 1) if runs else ""
     exit_code = "-" if last is None or last.exit_code is None else str(last.exit_code)
     cells = [
         f'<a href="{h(job_href("", s.job))}">{h(s.job)}</a>',

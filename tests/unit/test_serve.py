@@ -128,6 +128,27 @@ def test_a_failing_ledger_gives_503(app):
     assert status == 503 and "connection refused" in body
 
 
+def strip_of(body: str) -> str:
+    import re
+
+    return re.sub("<[^>]+>", "", re.search(r'<span class="strip">(.*?)</td>', body).group(1))
+
+
+def test_the_overview_strip_follows_new_runs_and_finishes(app):
+    ledger = app.open_ledger()
+    assert strip_of(call(app, "/")[2]) == "✗"
+    request = ClaimRequest(job=JobInfo("<b>j</b>", schedule="*/5 * * * *", tz="UTC"),
+                           run_key="2027-01-15T08:05:00Z", scheduled_at=NOW.replace(minute=5),
+                           trigger="manual", host="h", pid=2, pid_start=1, lease=600.0)
+    claim = ledger.claim(request)
+    assert strip_of(call(app, "/")[2]) == "✗▶"  # kept strips are not shown stale
+    ledger.finish(claim.run, Finish(status="succeeded", duration_ms=5, exit_code=0, signal=None,
+                                    timed_out=False, error_tail=None, log_path=None))
+    assert strip_of(call(app, "/")[2]) == "✗✓"
+    app.clock = lambda: NOW.replace(minute=30)  # later: the same strip, from what was kept
+    assert strip_of(call(app, "/")[2]) == "✗✓"
+
+
 def test_a_status_with_no_colour_of_its_own_is_still_drawn():
     run = Run(run_id=1, job="j", run_key="k", scheduled_at=NOW, trigger="schedule",
               status="brand-new", attempt=1)
