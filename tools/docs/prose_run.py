@@ -7,8 +7,8 @@ from __future__ import annotations
 from cronwrap import catchup, errors, monitor, picture, retry, runlog, stdio, supervise
 
 from tools.docs.facts import (
-    ALIASES, Block, EARLY, FINAL, HOOK_KILL, LATE_GRACE, ORPHAN_GRACE, PING_RETRIES, PING_TIMEOUT,
-    PING_WAIT, TOLERANCE, duration_text, signal_names, size_text)
+    ALIASES, Block, EARLY, FINAL, HOOK_KILL, Example, LATE_GRACE, ORPHAN_GRACE, PING_RETRIES,
+    PING_TIMEOUT, PING_WAIT, TOLERANCE, duration_text, signal_names, size_text)
 
 
 DESCRIPTION: tuple[Block, ...] = (
@@ -173,7 +173,18 @@ COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
         "database passwords appear in no page and no log. Every job name, host, output line "
         "and argument is escaped; pages carry a Content-Security-Policy that allows no script, "
         "and no page loads anything from elsewhere. The HTTP server is waitress, installed "
-        "with cronwrap. See README.md for running it under systemd and behind a reverse proxy.",
+        "with cronwrap.",
+        "Under systemd, run it as a service of a user that can read the ledger (for "
+        "PostgreSQL, its password in that user's ~/.pgpass), restarted on failure:",
+        Example("[Service]\nUser=cronwrap-web\nExecStart=/usr/local/bin/cronwrap serve "
+                "--listen 127.0.0.1:8080 --db postgresql://monitor@db.internal/cronwrap\n"
+                "Restart=on-failure\nNoNewPrivileges=yes\nProtectSystem=strict"),
+        "Behind a reverse proxy, keep it on loopback and let the proxy do TLS and logins. "
+        "Pages link relatively, so a sub-path works when the proxy strips it; a proxy that "
+        "decodes an encoded `/` in a job name still reaches its page. With a token as well, "
+        "the proxy sends it. nginx:",
+        Example("location /cron/ {\n    proxy_pass http://127.0.0.1:8080/;\n"
+                "    proxy_set_header Authorization \"Bearer TOKEN\";\n}"),
     ),
     "explain": (
         "The warnings cover the day-of-month/day-of-week rule (OR when both are restricted, AND "
