@@ -698,9 +698,11 @@ class Bench:
     # -- status over a big ledger -----------------------------------------------------------
 
     def status(self) -> None:
-        """``status --json`` and the table over a big ledger on each back end, against the floor
-        wrapper (SQLite: ≤ 4x) and, for PostgreSQL, that plus one psycopg import and connect,
-        all interleaved; the same commands on an empty ledger show the fixed cost."""
+        """Issue 15 §1's budgets, each a ratio to the floor wrapper measured in the same run:
+        ``status --json`` and the table over a big ledger ≤ 4x the floor on SQLite; on
+        PostgreSQL ≤ that + one psycopg import and connect, measured beside it; ``status`` on
+        an empty ledger ≤ 2x the floor (PostgreSQL: + that import and connect).
+        All interleaved; each row says where the time goes (bench/status_phases.py)."""
         jobs, runs = (100, 1000) if self.quick else (500, 2000)
         size = f"{jobs * runs:,} runs, {jobs} jobs" + (" (--quick size; the budget is for 1,000,000)"
                                                        if self.quick else "")
@@ -716,48 +718,75 @@ class Bench:
             subprocess.run([self.exe, "db", "init"], env=empty, check=True, capture_output=True)
             ledgers["PostgreSQL"] = (self.env("status-pg", CRONWRAP_DB=url), empty, note)
             psycopg_cost.append(url)
-        n = 5
-        commands = {"json": [self.exe, "status", "--json"], "table": [self.exe, "status"]}
+        n = 5 if self.quick else 9
+        commands = {"json": ["status", "--json"], "table": ["status"]}
         measured: dict[str, tuple[list[str], dict[str, str]]] = {}
         for label, (env, empty, _) in ledgers.items():
-            for kind, argv in commands.items():
-                measured[f"{label} {kind} big"] = (argv, env)
-                measured[f"{label} {kind} empty"] = (argv, empty)
+            for kind, args in commands.items():
+                measured[f"{label} {kind} big"] = ([self.exe, *args], env)
+                measured[f"{label} {kind} empty"] = ([self.exe, *args], empty)
         base = self.env("status-floor")
         measured["floor"] = ([self.python, str(HERE / "floor_wrapper.py"), str(self.tmp), "true"], base)
+        measured["python"] = ([self.python, "-c", "pass"], base)  # the interpreter's own start
         if psycopg_cost:  # what PostgreSQL may add: the venv's Python importing psycopg and connecting
-            measured["python"] = ([self.python, "-c", "pass"], base)
             measured["psycopg"] = ([self.python, "-c", "import sys, psycopg; psycopg.connect(sys.argv[1]).close()",
                                     psycopg_cost[0]], base)
         samples = {k: [w for w, _ in v] for k, v in self.firings(measured, n).items()}
         med = {k: statistics.median(v) for k, v in samples.items()}
-        floor = med["floor"]
-        sqlite_budget = 4 * floor
-        extra = med["psycopg"] - med["python"] if psycopg_cost else 0.0
+        phases = self.status_phases({k: (argv[1:], env) for k, (argv, env) in measured.items()
+                                     if k.startswith(tuple(ledgers))}, n)
+        floor, extra = med["floor"], (med["psycopg"] - med["python"] if psycopg_cost else 0.0)
+        cost = (f"psycopg import + connect {extra:.0f} ms (python -c 'import psycopg; connect' "
+                f"{med.get('psycopg', 0):.0f} ms less python -c pass {med['python']:.0f} ms)")
+
+        def figures(key: str) -> str:
+            p = phases[key]
+            return (f"{med[key]:.0f} ms = {med[key] / floor:.2f}x ({min(samples[key]):.0f}–"
+                    f"{max(samples[key]):.0f}; python start {med['python']:.0f} + import "
+                    f"{p['import']:.0f} + connect {p['connect']:.0f} + query {p['query']:.0f} + "
+                    f"render {p['render']:.0f})")
+
         for label, (env, _, note) in ledgers.items():
-            shown = json.loads(subprocess.run(commands["json"], env=env, capture_output=True,
-                                              text=True, check=True).stdout)
+            shown = json.loads(subprocess.run([self.exe, "status", "--json"], env=env,
+                                              capture_output=True, text=True, check=True).stdout)
             window = sum(sum(j["counts"].values()) for j in shown)
-            big = {k: med[f"{label} {k} big"] for k in commands}
-            spread = {k: (min(samples[f"{label} {k} big"]), max(samples[f"{label} {k} big"]))
-                      for k in commands}
-            limit = sqlite_budget + (extra if label == "PostgreSQL" else 0.0)
-            budget = ("≤ 4x the floor wrapper" if label == "SQLite" else
-                      "≤ 4x the floor wrapper + one psycopg import and connect")
-            cost = (f"; psycopg import + connect {extra:.0f} ms (python -c 'import psycopg; connect' "
-                    f"{med['psycopg']:.0f} ms less python -c pass {med['python']:.0f} ms)"
-                    if label == "PostgreSQL" else "")
-            self.row(f"status over {size}, {label}, median of {n}",
-                     f"--json {big['json']:.0f} ms ({spread['json'][0]:.0f}–{spread['json'][1]:.0f}), "
-                     f"table {big['table']:.0f} ms ({spread['table'][0]:.0f}–{spread['table'][1]:.0f}) "
-                     f"against a limit of {limit:.0f} ms (floor wrapper {floor:.1f} ms{cost}); "
-                     f"same commands on an empty ledger: --json {med[f'{label} json empty']:.0f} ms, "
-                     f"table {med[f'{label} table empty']:.0f} ms; {len(shown)} jobs and {window:,} runs "
-                     f"in the --since 7d window; {note}",
-                     budget, max(big.values()) <= limit)
+            pg = label == "PostgreSQL"
+            for which, what, ratio in (("big", f"status over {size}", 4), ("empty", "status on an empty ledger", 2)):
+                keys = {k: f"{label} {k} {which}" for k in commands}
+                limit = ratio * floor + (extra if pg else 0.0)
+                budget = f"≤ {ratio}x the floor wrapper" + (" + one psycopg import and connect" if pg else "")
+                detail = (f"; {len(shown)} jobs and {window:,} runs in the --since 7d window; {note}"
+                          if which == "big" else "")
+                beside = ("; beside it, this command on SQLite + that import and connect: " + ", ".join(
+                    f"{k} {med[f'SQLite {k} {which}'] + extra:.0f} ms" for k in commands) if pg else "")
+                self.row(f"{what}, {label}, median of {n}",
+                         f"--json {figures(keys['json'])}, table {figures(keys['table'])} the floor "
+                         f"wrapper ({floor:.1f} ms; ms, medians); limit {limit:.0f} ms"
+                         + (f" ({cost}){beside}" if pg else "") + detail,
+                         budget, all(med[keys[k]] <= limit for k in commands))
         if "PostgreSQL" not in ledgers:
-            self.skipped_pg(f"status over {size}, PostgreSQL",
-                            "≤ 4x the floor wrapper + one psycopg import and connect")
+            for what, ratio in ((f"status over {size}", 4), ("status on an empty ledger", 2)):
+                self.skipped_pg(f"{what}, PostgreSQL", f"≤ {ratio}x the floor wrapper + one psycopg import and connect")
+
+    def status_phases(self, commands: dict[str, tuple[list[str], dict[str, str]]],
+                      n: int) -> dict[str, dict[str, float]]:
+        """Medians of where each ``status`` command spends its time: import, connect, query,
+        render (bench/status_phases.py, ``n`` rounds, interleaved)."""
+        script = str(HERE / "status_phases.py")
+        listed = {}
+        for i, (key, (args, env)) in enumerate(commands.items()):
+            listed[key] = self.tmp / f"status-modules-{i}.txt"
+            listed[key].write_text(subprocess.run([self.python, script, "--modules", *args], env=env,
+                                                  capture_output=True, text=True, check=True).stdout)
+        samples: dict[str, list[dict[str, float]]] = {key: [] for key in commands}
+        for _ in range(n):
+            for key, (args, env) in commands.items():
+                done = subprocess.run([self.python, script, "--time", str(listed[key]), *args],
+                                      env=env, capture_output=True, text=True, check=True)
+                samples[key].append(json.loads(done.stdout))
+        return {key: {phase: statistics.median(s[phase] for s in runs)
+                      for phase in ("import", "connect", "query", "render")}
+                for key, runs in samples.items()}
 
     def serve(self) -> None:
         """``cronwrap serve`` over the status ledgers: GET / and GET /metrics, each timed by

@@ -148,52 +148,9 @@ def _show_status(reports, taken, output_format, textfile, check, limits, p95) ->
 
 
 def _json(value: object) -> str:
-    """``json.dumps(value, indent=2)``, character for character, in a fraction of its time:
-    the C encoder cannot indent, and Python's own encoder took ~40 ms for a fleet's ``status
-    --json``. A list or dict of plain values is one call of the C encoder, its items set
-    apart by an indenting separator (a JSON string never holds a raw newline)."""
     import json
 
-    import json.encoder
-
-    if json.encoder.c_make_encoder is None:  # a Python built without the C accelerator
-        return json.dumps(value, indent=2)
-    flat = {"": _c_encoder(json, ", ")}  # a C encoder per depth, its separator indenting items
-    quoted = json.encoder.encode_basestring_ascii
-
-    def plain(value: object) -> str:
-        return quoted(value) if isinstance(value, str) else "".join(flat[""](value, 0))
-
-    return _indented(value, "", plain, flat, json)
-
-
-def _c_encoder(json, separator: str):
-    return json.encoder.c_make_encoder(None, json.JSONEncoder().default,
-                                       json.encoder.encode_basestring_ascii, None, ": ",
-                                       separator, False, False, True)
-
-
-def _indented(value: object, pad: str, plain, flat, json) -> str:
-    inner = pad + "  "
-    nested = (dict, list, tuple)
-    if isinstance(value, dict) and value and all(type(k) is str for k in value):
-        if any(isinstance(v, nested) for v in value.values()):
-            items = (f"{plain(k)}: {_indented(v, inner, plain, flat, json)}" for k, v in value.items())
-            return "{\n" + inner + (",\n" + inner).join(items) + "\n" + pad + "}"
-    elif isinstance(value, (list, tuple)) and value:
-        if any(isinstance(v, nested) for v in value):
-            items = (_indented(v, inner, plain, flat, json) for v in value)
-            return "[\n" + inner + (",\n" + inner).join(items) + "\n" + pad + "]"
-    elif not value and isinstance(value, nested):
-        return "{}" if isinstance(value, dict) else "[]"
-    elif isinstance(value, dict):  # keys json converts (numbers, None): json itself
-        return json.dumps(value, indent=2).replace("\n", "\n" + pad)
-    else:
-        return plain(value)
-    if inner not in flat:
-        flat[inner] = _c_encoder(json, ",\n" + inner)
-    text = "".join(flat[inner](value, 0))
-    return text[0] + "\n" + inner + text[1:-1] + "\n" + pad + text[-1]
+    return json.dumps(value, indent=2)
 
 
 # -- history, logs, explain --------------------------------------------------------------------

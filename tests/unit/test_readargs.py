@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -113,14 +112,3 @@ def test_typer_still_answers_help_and_mistakes(tmp_path):
     done = run_cli("import sys\nfrom cronwrap.cli import main\n"
                    "sys.exit(main(['history', 'j', '--limit', '0']))", tmp_path)
     assert done.returncode == 125 and "'--limit'" in done.stderr
-
-
-def test_status_json_is_indented_as_json_dumps_indents():
-    docs = [{"job": "a", "last_run": {"run_id": 1, "status": "failed", "duration_ms": 12.5,
-                                      "error_tail": "line\n\x1b[2J\u2028é"},
-             "running": [], "counts": {"failed": 1}, "late": 0, "first_seen": None,
-             "nested": [[1, []], {"k": {}}, ({"t": True},)]},
-            {"job": "b", "counts": {}, "odd": {1: [2.5], None: "x"}, "nan": float("nan")}]
-    assert reads._json(docs) == json.dumps(docs, indent=2)
-    for value in ([], {}, "x", 3, None, [1, 2], {"a": 1}):
-        assert reads._json(value) == json.dumps(value, indent=2)
