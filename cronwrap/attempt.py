@@ -18,6 +18,7 @@ from cronwrap.lease import Heartbeat
 from cronwrap.durations import format_duration
 from cronwrap.ledger.base import Claim, Finish, Reason, Run, Status
 from cronwrap.paths import ensure_private_dir, file_name, open_private
+from cronwrap.redact import Redactor, secret_values
 from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.runlog import Event, OutputCapture, output_path, prune_event_logs, prune_outputs
 from cronwrap.stdio import Passthrough, warn
@@ -51,11 +52,12 @@ def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
     assert run is not None and run.fence is not None
     log_id = run.run_id if ledger is not None else f"unrecorded-{int(inv.now)}"
     log_file = output_path(inv.log_dir, spec.name, log_id, run.attempt)
+    zone = inv.timing.schedule.zone if inv.timing.schedule else cron_zone(inv.environ)
+    env = job_environment(inv.environ, spec.env_extra, run, spec.host, zone)
+    inv.redactor = Redactor(secret_values(env), spec.redact or ())
     capture = open_capture(inv, log_file)
     inv.event(Event.START, run=run, fence=run.fence, took_over=claim.took_over,
               recorded=ledger is not None)
-    zone = inv.timing.schedule.zone if inv.timing.schedule else cron_zone(inv.environ)
-    env = job_environment(inv.environ, spec.env_extra, run, spec.host, zone)
     if inv.pinger is not None:
         inv.pinger.start()
     passthrough = Passthrough() if spec.output == "passthrough" else None
@@ -108,9 +110,9 @@ def open_capture(inv: Invocation, log_file: Path) -> OutputCapture:
     """The run's output file; when it cannot be made, a capture that keeps only a tail."""
     try:
         ensure_private_dir(inv.log_dir)  # the log directory itself: not a symlink, not another's
-        capture = OutputCapture(log_file)
+        capture = OutputCapture(log_file, inv.redactor)
     except CronwrapError as exc:
-        capture = OutputCapture(None)
+        capture = OutputCapture(None, inv.redactor)
         capture.error = f"cannot capture output: {exc}"
     if capture.error:
         inv.events.report(capture.error)

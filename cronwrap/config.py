@@ -234,7 +234,9 @@ def _check_value(job: str | None, raw_key: str, key: str, value: Any, line: str)
         if not opt.is_flag:
             raise ConfigError(f"{label}: expected a value ({opt.metavar}), not {str(value).lower()}")
         return value
-    if isinstance(value, (int, float)):
+    if isinstance(value, list) and opt.repeat and all(isinstance(v, str) for v in value):
+        text = spec.REPEAT_SEPARATOR.join(value)  # redact = ["...", "..."]
+    elif isinstance(value, (int, float)):
         text = str(value)
     elif isinstance(value, str):
         text = value

@@ -67,6 +67,7 @@ class Invocation:
         self.interactive = os.isatty(2)
         self.replaced = False
         self.pinger = None
+        self.redactor = None  # the job's secrets (redact.Redactor), once its environment is known
         if spec.ping:
             from cronwrap.hooks import Pinger
 

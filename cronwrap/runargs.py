@@ -54,7 +54,7 @@ def with_config(given: dict, command: list[str]) -> tuple[dict, dict | None]:
 
 def parse_run_args(args: list[str]) -> tuple[dict | None, list[str]]:
     """Options up to ``--`` or the first word that is not an option (as GNU timeout)."""
-    from cronwrap.spec import BY_LONG, BY_SHORT
+    from cronwrap.spec import BY_LONG, BY_SHORT, REPEAT_SEPARATOR
 
     given: dict[str, str | bool] = {}
     i = 0
@@ -80,13 +80,15 @@ def parse_run_args(args: list[str]) -> tuple[dict | None, list[str]]:
             if attached is not None:
                 raise UsageError(f"run: --{opt.name} takes no value")
             given[opt.name] = True
-        elif attached is not None:
-            given[opt.name] = attached
-        elif i + 1 < len(args):
-            i += 1
-            given[opt.name] = args[i]
-        else:
+        elif attached is None and i + 1 >= len(args):
             raise UsageError(f"run: --{opt.name} needs a value ({opt.metavar})")
+        else:
+            if attached is None:
+                i += 1
+            value = args[i] if attached is None else attached
+            if opt.repeat and opt.name in given:
+                value = f"{given[opt.name]}{REPEAT_SEPARATOR}{value}"
+            given[opt.name] = value
         i += 1
     return given, []
 

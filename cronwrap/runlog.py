@@ -26,6 +26,8 @@ from cronwrap.stdio import warn
 if TYPE_CHECKING:
     from typing import Any
 
+    from cronwrap.redact import Redactor, Stream
+
 class Event(StrEnum):
     """The run log's events; EVENT_MEANINGS says what each records (the docs read it)."""
 
@@ -175,15 +177,23 @@ def output_path(log_dir: Path, job: str, run_id: int | str, attempt: int) -> Pat
 class OutputCapture:
     """Receives the job's output chunks and keeps a bounded copy (passing them on to
     cronwrap's own stdout/stderr is stdio.Passthrough's). A write the disk refuses ends the
-    capture, never the job: ``error`` says why."""
+    capture, never the job: ``error`` says why.
 
-    def __init__(self, file: Path | None) -> None:
+    With a ``redactor`` (redact.py), secrets are taken out of what is kept, and only of that:
+    the head by the stream (each of stdout and stderr its own stream, so a secret split
+    between two reads is caught), the tail once the job has ended. The middle of a long
+    output, which is never kept, costs nothing."""
+
+    def __init__(self, file: Path | None, redactor: Redactor | None = None) -> None:
         self.file = file
         self.fd: int | None = None
         self.written = 0
+        self.head = 0  # bytes of output taken into the head (before redaction)
         self.total = 0
         self.tail = bytearray()
         self.error: str | None = None
+        self.redactor = redactor
+        self.streams: dict[int, Stream] = {}
         if file is not None:
             try:
                 ensure_private_dir(file.parent)
@@ -193,13 +203,32 @@ class OutputCapture:
 
     def __call__(self, fd: int, data: bytes) -> None:
         self.total += len(data)
-        room = HEAD_LIMIT - self.written if self.fd is not None else 0  # a failed capture
-        if room > 0:                                                     # still keeps a tail
-            self._store(data[:room])
+        room = HEAD_LIMIT - self.head if self.fd is not None else 0  # a failed capture
+        if room > 0:                                                  # still keeps a tail
+            self.head += min(room, len(data))
+            self._store(self._redacted(fd, data[:room]))
+            if self.head == HEAD_LIMIT:
+                self._end_head()
         if len(data) > room:  # past the head: keep a ring of the last TAIL_LIMIT bytes
             self.tail += data[max(room, 0):]
             if len(self.tail) > 2 * TAIL_LIMIT:
                 del self.tail[: len(self.tail) - TAIL_LIMIT]
+
+    def _redacted(self, fd: int, data: bytes) -> bytes:
+        if self.redactor is None:
+            return data
+        stream = self.streams.get(fd)
+        if stream is None:
+            stream = self.streams[fd] = self.redactor.stream()
+        return stream.feed(data)
+
+    def _end_head(self) -> None:
+        """The head is full: what each stream held back is kept, but for a last partial line
+        (the start of a secret, maybe, whose end goes to the part that is not kept)."""
+        for stream in self.streams.values():
+            if self.fd is not None:
+                self._store(stream.cut())
+        self.streams.clear()
 
     def _store(self, data: bytes) -> None:
         try:
@@ -212,11 +241,20 @@ class OutputCapture:
             self.fd = None
 
     def close(self) -> None:
+        for stream in self.streams.values():  # the whole output fitted in the head
+            if self.fd is not None:
+                self._store(stream.flush())
+        self.streams.clear()
+        if self.total > self.head and self.redactor is not None:
+            from cronwrap.redact import redact_tail
+
+            kept = bytes(self.tail[-TAIL_LIMIT:])
+            self.tail = bytearray(redact_tail(self.redactor, kept, cut=self.total > len(kept)))
         if self.fd is None:
             return
-        if self.total > self.written:
+        if self.total > self.head:
             tail = bytes(self.tail[-TAIL_LIMIT:])
-            skipped = self.total - self.written - len(tail)
+            skipped = self.total - self.head - len(tail)
             marker = f"\n[cronwrap: {skipped} bytes omitted; output truncated to the first " \
                      f"{self.written} and the last {len(tail)} bytes]\n".encode()
             self._store(marker + tail)

@@ -256,9 +256,10 @@ def after_slot(inv: Invocation, ledger: base.Ledger | None, attempt: Attempt) ->
               exit_code=outcome.exit_code, timed_out=outcome.timed_out,
               duration_ms=int(outcome.duration * 1000))
     if not outcome.ok:
+        tail = outcome.output_tail.strip()[-300:]
         inv.events.report(f"{spec.name}: hook exited {outcome.exit_code}"
                           f"{' (timed out)' if outcome.timed_out else ''}: "
-                          f"{outcome.output_tail.strip()[-300:]}")
+                          f"{inv.redactor.text(tail) if inv.redactor else tail}")
 
 
 def hook_name(spec: JobSpec, status: str, alert: str | None) -> str:

@@ -133,6 +133,26 @@ def factor(text: str, label: str) -> float:
     return value
 
 
+REPEAT_SEPARATOR = "\n"
+
+
+def redact_patterns(text: str, label: str) -> tuple[Any, ...]:
+    """One regular expression per line (``--redact``, repeatable), compiled: a pattern that
+    does not compile is refused before anything runs."""
+    from cronwrap.redact import compile_pattern
+
+    patterns = []
+    for line in text.split(REPEAT_SEPARATOR):
+        if not line:
+            raise UsageError(f"{label}: an empty pattern would match everywhere; give a "
+                             "regular expression (example: 'ACME-[0-9]{6}')")
+        try:
+            patterns.append(compile_pattern(line, label))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    return tuple(patterns)
+
+
 def choice(*choices: str) -> Callable[[str, str], str]:
     def parse(text: str, label: str) -> str:
         if text not in choices:
@@ -224,7 +244,9 @@ def flag(text: str, label: str) -> bool:
 
 class Option(Record):
     """One option of ``run``. name: the long name without dashes, also the JobSpec field
-    (with '-' -> '_'); parse(text, label) -> value; metavar None: a flag without a value."""
+    (with '-' -> '_'); parse(text, label) -> value; metavar None: a flag without a value.
+    repeat: given more than once, its values are kept, one per line (REPEAT_SEPARATOR), as
+    a list in the config file and one per line in the environment."""
 
     name: str
     help: str
@@ -233,7 +255,8 @@ class Option(Record):
     metavar: str | None
     default: Any
     short: str | None
-    _defaults = dict(parse=flag, metavar=None, default=None, short=None)
+    repeat: bool
+    _defaults = dict(parse=flag, metavar=None, default=None, short=None, repeat=False)
 
     @property
     def attr(self) -> str:
@@ -359,6 +382,11 @@ OPTIONS: tuple[Option, ...] = (
            "cronwrap's state directory).", "Output", path, "DIR"),
     Option("keep-logs", "Remove captured output and rotated run logs older than this.",
            "Output", duration, "DURATION", 30 * 86400.0),
+    Option("redact", "Also hide what this regular expression (Python re syntax) matches in "
+           "the job's output, wherever cronwrap keeps or sends it (captured output, the "
+           "ledger's error tail, hooks, pings), as it hides secrets it knows (see REDACTION). "
+           "Repeatable; a list in the config file, one pattern per line in the environment.",
+           "Output", redact_patterns, "REGEX", repeat=True),
     Option("env-file", "Read KEY=VALUE lines into the job's environment (for cron's short "
            "PATH). Values are never logged.", "Environment", path, "PATH"),
     Option("jitter", "Sleep a random time up to this long before starting, to spread load.",

@@ -15,7 +15,8 @@ from tools.docs.roff import (
     blocks, bold, esc, inline, item, line, param_body, param_tag, run_option_body, run_option_tag,
     section, synopsis)
 from tools.docs.prose_run import (
-    CATCHUP, COMMAND_NOTES, DESCRIPTION, HOOKS, MONITORING, RETRIES, RUN_OPTIONS_INTRO, SLOTS)
+    CATCHUP, COMMAND_NOTES, DESCRIPTION, HOOKS, MONITORING, REDACTION, RETRIES, RUN_OPTIONS_INTRO,
+    SLOTS)
 from tools.docs.prose_files import (
     CHECK_STATUS, ENVIRONMENT_READ, EXAMPLES, EXIT_STATUS, FILES_ENTRIES, FILES_LAYOUT, LEDGER,
     LOCKING)
@@ -96,7 +97,7 @@ def render_man() -> str:
     out += man_commands() + man_run_options()
     out += [section("SLOTS"), *blocks(SLOTS), section("CATCH-UP"), *blocks(CATCHUP)]
     out += [section("RETRIES"), *blocks(RETRIES), section("HOOKS AND PINGS"), *blocks(HOOKS)]
-    out += [section("MONITORING"), *blocks(MONITORING)]
+    out += [section("REDACTION"), *blocks(REDACTION), section("MONITORING"), *blocks(MONITORING)]
     out += [section("LOCKING"), *blocks(LOCKING), section("LEDGER"), *blocks(LEDGER)]
     out += man_environment() + [section("EXIT STATUS"), *blocks(EXIT_STATUS)]
     if has_option("status", "--check"):

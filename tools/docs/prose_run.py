@@ -4,7 +4,7 @@ monitoring, and the notes under each administrative command.
 
 from __future__ import annotations
 
-from cronwrap import catchup, errors, monitor, picture, retry, runlog, stdio, supervise
+from cronwrap import catchup, errors, monitor, picture, redact, retry, runlog, stdio, supervise
 
 from tools.docs.facts import (
     ALIASES, Block, EARLY, FINAL, HOOK_KILL, Example, LATE_GRACE, ORPHAN_GRACE, PING_RETRIES,
@@ -348,6 +348,10 @@ HOOKS: tuple[Block, ...] = (
     "How a run's end is recorded: an exit status of `--success-exit` (0 always is) is "
     "`succeeded`, one of `--warning-exit` is `warning`, any other is `failed`; a timeout, a "
     "signal or a command that could not be started is never a success, whatever its status. "
+    "A run that ends with a success status (after `--success-exit`) in less than "
+    "`--min-duration` is recorded `warning` with reason `too_fast` (a `warning` event in the "
+    "run log says how long it took); a warning exit stays a warning of its own, and a failure "
+    "a failure. "
     "A `warning` is done: it is not retried, catch-up does not run its slot again, a "
     "`--date`/`--at` range goes on past it, and a manual run of its slot needs `--force`. "
     "cronwrap still exits with the job's own status: only the record changes.",
@@ -377,10 +381,39 @@ HOOKS: tuple[Block, ...] = (
     "connection errors, timeouts and 5xx answers, in a thread of its own; before exiting "
     f"cronwrap waits at most {PING_WAIT} in all for pings still in flight, then gives up and "
     "logs `ping_failed`. A skip pings nothing.",
-    "A run that ends with a success status (after `--success-exit`) in less than "
-    "`--min-duration` is recorded `warning` with reason `too_fast` (a `warning` event in the "
-    "run log says how long it took); a warning exit stays a warning of its own, and a failure "
-    "a failure. "
+)
+
+
+REDACTION: tuple[Block, ...] = (
+    "Secrets in a job's output are replaced by `***` before anything of it is kept or sent: "
+    "the captured output (so `logs` and `--output on-failure`), the ledger's error tail "
+    "(`history`, `status`), hooks' `CRONWRAP_OUTPUT_TAIL` and pings' bodies. The text "
+    "around them is kept (`postgresql://app:***@db/x`, `password=***`). Found:",
+    ("the job's environment", "the value of every variable of the job's environment "
+     "(`--env-file` included) whose name holds "
+     + ", ".join(f"`{part}`" for part in redact.SECRET_NAME_PARTS)
+     + f", when it is at least {redact.MIN_SECRET} characters long"),
+    ("assignments and headers", "passwords in URLs (*scheme*`://`*user*`:`*PASSWORD*`@`), "
+     "values after `password`, `passwd`, `pwd`, `passphrase`, `secret`, `token`, `api_key`, "
+     "`access_key`, `private_key` or `credential` (any case, with `=` or `:`, quoted or not: "
+     "connection strings, JSON, YAML, headers), `Authorization:` values and bearer tokens"),
+    ("token shapes", "AWS access key IDs (`AKIA`..., `ASIA`...), GitHub (`ghp_`..., "
+     "`github_pat_`...), GitLab (`glpat-`...) and Slack (`xoxb-`..., `xapp-`...) tokens, "
+     "JWTs, and the body of PEM private key blocks (the BEGIN and END lines are kept)"),
+    ("`--redact` *REGEX*", "whatever the operator's patterns match (Python re syntax, "
+     "matched against the output's bytes; repeatable)"),
+    "Each of standard output and error is redacted as a stream: the last "
+    f"{size_text(redact.CARRY)} of it are held back until the next read, so a secret split "
+    "between two writes is still found whole. Only what is kept is redacted: the first "
+    f"{size_text(runlog.HEAD_LIMIT)} as the job writes them and the last "
+    f"{size_text(runlog.TAIL_LIMIT)} when it has ended; the part in between, never kept, "
+    "costs nothing. Where the capture is cut, the partial line at the cut is dropped (it may "
+    "hold a piece of a secret whose other piece is not kept).",
+    "What passes through to cronwrap's own standard output and error (`--output "
+    "passthrough`, the default) is the job's output exactly as it wrote it: cron's mail and "
+    "the redirections of the crontab line are unchanged, as without cronwrap. Hooks get the "
+    "job's own environment as it is (a hook that posts to a chat needs its token); only what "
+    "cronwrap adds to it (`CRONWRAP_OUTPUT_TAIL`) is redacted.",
 )
 
 

@@ -32,6 +32,8 @@ VALUE_SYNTAX = {
     spec.exit_codes: "a string of exit statuses (0 to 255) and ranges, separated by commas: "
                      "`\"0,24\"`, `\"1-3\"`; a single status may be a number",
     spec.factor: "a number of at least 1: `3`, `1.5`",
+    spec.redact_patterns: "a string, or an array of strings: each a regular expression "
+                          "(Python re syntax), `[\"ACME-[0-9]{6}\", \"internal-[a-z]+\"]`",
     spec.command_text: "a string",
     spec.ping_url: "a string",
     spec.flag: "`true` or `false` (the strings `\"yes\"`, `\"no\"`, `\"on\"`, `\"off\"`, "
