@@ -152,3 +152,14 @@ def test_without_slow_factor_a_slow_run_is_not_flagged(cw):
 def test_outcome_values_are_checked(cw, args, words):
     proc = cw("run", "-n", "x", *args, "--", "true")
     assert proc.returncode == 125 and words in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+def test_a_warning_slot_is_done_on_postgresql_too(cw, pg_dsn):
+    """cronwrap_claim() of migration 4: the server-side claim knows a warning is done."""
+    args = ("-n", "w", "--schedule", "@daily", "--at", "2026-05-01T00:00", "--db", pg_dsn)
+    assert cw("run", *args, "--warning-exit", "1", "--", "sh", "-c", "exit 1").returncode == 1
+    again = cw("run", *args, "--max-attempts", "3", "--", "true")
+    assert again.returncode == 0 and b"already ran" in again.stderr
+    runs = cw.json("history", "w", "--json", "--db", pg_dsn)
+    assert [(r["status"], r["attempt"]) for r in runs] == [("warning", 1)]
+    assert cw.json("status", "w", "--json", "--db", pg_dsn)[0]["health"] == "warning"

@@ -149,3 +149,17 @@ def test_redact_patterns_from_the_config_file(cw, script, tmp_path):
     bad.chmod(0o600)
     proc = cw("run", "-n", "cfg", "--", "true", env={"CRONWRAP_CONFIG": str(bad)})
     assert proc.returncode == 125 and b"redact: '(' is not a regular expression" in proc.stderr
+
+
+def test_no_secret_reaches_a_postgresql_ledger(cw, script, tmp_path, pg_dsn):
+    import psycopg
+
+    proc, _ = run_job(cw, script, tmp_path, "--db", pg_dsn)
+    assert proc.returncode == 3
+    with psycopg.connect(pg_dsn) as conn:
+        rows = conn.execute("SELECT * FROM cronwrap_runs").fetchall()
+        jobs = conn.execute("SELECT * FROM cronwrap_jobs").fetchall()
+    assert rows and "order *** shipped" in str(rows)
+    assert_no_secret("the PostgreSQL ledger", repr(rows) + repr(jobs))
+    for path, data in every_file(cw.home).items():
+        assert_no_secret(path, data)
