@@ -44,7 +44,8 @@ body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#1f2328;background:#f
 h1{font-size:1.4em;margin:0 0 .4em}h2{font-size:1.1em;margin:1.4em 0 .4em}
 a{color:#0969da}table{border-collapse:collapse}
 th,td{text-align:left;padding:.25em .7em .25em 0;vertical-align:top;border-bottom:1px solid #eaeef2}
-th{font-weight:600;white-space:nowrap}
+th{font-weight:600}th,td{white-space:nowrap}td.why{white-space:normal;min-width:16em}
+#fields td,#events td{white-space:normal;word-break:break-all}
 .mono,pre,.strip{font-family:ui-monospace,Menlo,Consolas,monospace}
 pre{background:#f6f8fa;padding:.7em;overflow:auto;white-space:pre-wrap;max-height:40em}
 .strip{white-space:pre;letter-spacing:1px}.muted{color:#57606a}
@@ -168,17 +169,19 @@ def overview_row(rep: JobReport, strip: str, now: datetime) -> str:
         when_html(last.started_at or last.scheduled_at if last else None, now),
         when_html(rep.next_due_at, now), running, f'<span class="strip">{strip}</span>',
     ]
-    return f'<tr data-health="{h(rep.health)}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+    tds = "".join(f'<td class="why">{c}</td>' if i == 1 else f"<td>{c}</td>"
+                  for i, c in enumerate(cells))
+    return f'<tr data-health="{h(rep.health)}">{tds}</tr>'
 
 
 # -- one job -----------------------------------------------------------------------------------
 
 def job_page(rep: JobReport | None, name: str, runs: list[Run], chart_runs: list[Run],
              explanation: Explanation | None, words: str, page: int, more: bool,
-             now: datetime, ledger: str = "") -> str:
+             now: datetime, ledger: str = "", root: str = "../") -> str:
     """The job's health, its schedule in words with the next fire times and DST notes, a
-    duration chart, the history picture, and one page of its runs (newest first)."""
-    root = "../"
+    duration chart, the history picture, and one page of its runs (newest first). ``root``:
+    the way back to ``/`` from this page (``../``; deeper when a proxy decoded a ``/``)."""
     parts = [f"<h1>{h(name)}</h1>"]
     if rep is not None:
         parts.append(f'<p><span class="health sev-{severity(rep.health)}">{h(rep.health)}</span> '
@@ -192,7 +195,7 @@ def job_page(rep: JobReport | None, name: str, runs: list[Run], chart_runs: list
     parts.append("<h2>Durations</h2>" + chart_svg(chart_runs, rep, now))
     if chart_runs:
         parts.append(f'<pre class="strip">{picture_html(history_picture(chart_runs, 60, now))}</pre>')
-    parts.append(runs_table(name, runs, now, page, more))
+    parts.append(runs_table(job_href(root, name), runs, now, page, more))
     return document(name, root, "".join(parts), REFRESH_DETAIL, ledger)
 
 
@@ -211,18 +214,18 @@ def schedule_html(rep: JobReport | None, explanation: Explanation | None, words:
     return "".join(out)
 
 
-def runs_table(name: str, runs: list[Run], now: datetime, page: int, more: bool) -> str:
+def runs_table(base: str, runs: list[Run], now: datetime, page: int, more: bool) -> str:
+    """``base``: the link to the job's page."""
     head = ("<tr><th>run</th><th>slot</th><th>trigger</th><th>status</th><th>attempt</th>"
             "<th>host</th><th>started</th><th>duration</th><th>exit</th></tr>")
     rows = []
     for r in runs:
-        href = f"{quote(name, safe='')}/runs/{r.run_id}"
+        href = f"{base}/runs/{r.run_id}"
         cells = [f'<a href="{h(href)}">{r.run_id}</a>', f'<span class="mono">{h(r.run_key)}</span>',
                  h(r.trigger), status_html(r, now), str(r.attempt), h(r.host or "-"),
                  when_html(r.started_at, now), h(duration_text(r)),
                  h("-" if r.exit_code is None else r.exit_code)]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    base = quote(name, safe="")
     nav = []
     if page > 1:
         nav.append(f'<a rel="prev" href="{h(base)}?page={page - 1}">newer</a>')
@@ -277,9 +280,8 @@ def chart_svg(runs: list[Run], rep: JobReport | None, now: datetime) -> str:
 # -- one run -----------------------------------------------------------------------------------
 
 def run_page(run: Run, events: list[dict], output: str | None, output_source: str,
-             now: datetime, ledger: str = "") -> str:
+             now: datetime, ledger: str = "", root: str = "../../../") -> str:
     """Every ledger field of the run, its events from this host's run log, its output."""
-    root = "../../../"
     fields = run.to_json(now)
     rows = "".join(f"<tr><th>{h(k)}</th><td class=\"mono\">{h('-' if v is None else v)}</td></tr>"
                    for k, v in fields.items())

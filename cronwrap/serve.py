@@ -197,12 +197,13 @@ class Dashboard:
         path, _, query = raw.partition("?")
         segments = [unquote(s) for s in path.split("/")[1:]]
         params = {k: v[-1] for k, v in parse_qs(query or environ.get("QUERY_STRING", "")).items()}
+        root = "../" * (len(segments) - 1) or "./"  # pages link relatively (any proxy prefix)
         try:
-            return self.route(segments, params)
+            return self.route(segments, params, root)
         except Deadline as exc:
-            return self.unavailable(str(exc))
+            return self.unavailable(str(exc), root)
         except CronwrapError as exc:  # LedgerError and kin: one line, passwords redacted
-            return self.unavailable(f"the ledger did not answer: {exc}")
+            return self.unavailable(f"the ledger did not answer: {exc}", root)
 
     def authorized(self, header: str) -> bool:
         import hmac
@@ -212,7 +213,7 @@ class Dashboard:
             return False
         return hmac.compare_digest(given.strip().encode(), self.token.encode())  # type: ignore[union-attr]
 
-    def route(self, seg: list[str], params: dict[str, str]) -> Response:
+    def route(self, seg: list[str], params: dict[str, str], root: str) -> Response:
         if seg == [""]:
             return self.overview()
         if seg == ["metrics"]:
@@ -225,10 +226,10 @@ class Dashboard:
         if len(seg) >= 4 and seg[:2] == ["api", "jobs"] and seg[-1] == "history":
             return self.api_history("/".join(seg[2:-1]), params)
         if len(seg) >= 4 and seg[0] == "jobs" and seg[-2] == "runs":
-            return self.run("/".join(seg[1:-2]), seg[-1])
+            return self.run("/".join(seg[1:-2]), seg[-1], root)
         if len(seg) >= 2 and seg[0] == "jobs" and any(seg[1:]):
-            return self.job("/".join(seg[1:]), params)
-        return self.not_found("No such page", "See the list of all jobs.")
+            return self.job("/".join(seg[1:]), params, root)
+        return self.not_found("No such page", "See the list of all jobs.", root)
 
     # -- reading the ledger
 
@@ -295,7 +296,7 @@ class Dashboard:
     def json(self, data: object) -> Response:
         return Response(200, (json.dumps(data, indent=2) + "\n").encode("utf-8"), JSON, [])
 
-    def job(self, name: str, params: dict[str, str]) -> Response:
+    def job(self, name: str, params: dict[str, str], root: str = "../") -> Response:
         text = params.get("page", "1")
         page = int(text) if text.isascii() and text.isdigit() and 0 < int(text) <= MAX_PAGE else 1
 
@@ -308,16 +309,16 @@ class Dashboard:
             explanation, words = explain(rep, now)
             shown = runs[(page - 1) * PAGE_SIZE:page * PAGE_SIZE]
             return pages.job_page(rep, name, shown, runs[:CHART_RUNS], explanation, words, page,
-                                  len(runs) > page * PAGE_SIZE, now, self.label)
+                                  len(runs) > page * PAGE_SIZE, now, self.label, root)
 
         text_page = self.read(work)
         if text_page is None:
-            return self.not_found("No such job", f"The ledger has no job named {name!r}.", "../")
+            return self.not_found("No such job", f"The ledger has no job named {name!r}.", root)
         return html(200, text_page)  # type: ignore[arg-type]
 
-    def run(self, name: str, run_id: str) -> Response:
+    def run(self, name: str, run_id: str, root: str = "../../../") -> Response:
         if not (run_id.isascii() and run_id.isdigit() and 0 < len(run_id) < 19):
-            return self.not_found("No such run", "A run id is a number.", "../../../")
+            return self.not_found("No such run", "A run id is a number.", root)
 
         def work(ledger: base.Ledger, now: datetime) -> tuple | None:
             run = ledger.get_run(name, int(run_id))
@@ -325,19 +326,18 @@ class Dashboard:
 
         found = self.read(work)
         if found is None:
-            return self.not_found("No such run", f"The job {name!r} has no run {run_id}.",
-                                  "../../../")
+            return self.not_found("No such run", f"The job {name!r} has no run {run_id}.", root)
         run, now = found  # type: ignore[misc]
         dirs = self.log_dirs(name)
         output, source = captured_output(run, dirs)
         return html(200, pages.run_page(run, run_events(run, dirs), output, source, now,
-                                        self.label))
+                                        self.label, root))
 
     def not_found(self, title: str, detail: str, root: str = "./") -> Response:
         return html(404, pages.problem_page(404, title, detail, root))
 
-    def unavailable(self, detail: str) -> Response:
-        return html(503, pages.problem_page(503, "The ledger is not answering", detail))
+    def unavailable(self, detail: str, root: str = "./") -> Response:
+        return html(503, pages.problem_page(503, "The ledger is not answering", detail, root))
 
 
 class Strips:

@@ -8,7 +8,7 @@ import os
 import re
 import socket
 import threading
-from urllib.parse import quote
+from urllib.parse import quote, urljoin
 
 import pytest
 
@@ -66,11 +66,11 @@ def test_job_page_explains_schedule_charts_and_pages_runs(server):
     assert '<svg id="chart"' in text and 'data-status="missed"' in text
     assert 'data-status="failed"' in text and '<rect class="late"' in text
     assert 'id="late"' in text and re.search("[23] slots passed without a run", text)
-    runs = re.findall(r'<a href="hourly-report/runs/(\d+)">', text)
+    runs = re.findall(r'<a href="../jobs/hourly-report/runs/(\d+)">', text)
     assert len(runs) == 50 and runs == sorted(runs, key=int, reverse=True)
-    assert 'rel="next" href="hourly-report?page=2"' in text
+    assert 'rel="next" href="../jobs/hourly-report?page=2"' in text
     second = fetch(job_url(server, HOURLY) + "?page=2").text
-    older = re.findall(r'<a href="hourly-report/runs/(\d+)">', second)
+    older = re.findall(r'<a href="../jobs/hourly-report/runs/(\d+)">', second)
     assert older and int(older[0]) < int(runs[-1]) and 'rel="prev"' in second
     assert 'rel="next"' not in second
 
@@ -330,11 +330,16 @@ def test_a_name_with_a_slash_has_its_pages_encoded_or_decoded_by_a_proxy(filled)
     try:
         overview = fetch(running.url).text
         encoded, decoded = fetch(f"{running.url}jobs/db%2Fbackup"), fetch(f"{running.url}jobs/db/backup")
-        run_id = re.search(r'<a href="db%2Fbackup/runs/(\d+)">', encoded.text).group(1)
+        run_id = re.search(r'<a href="../jobs/db%2Fbackup/runs/(\d+)">', encoded.text).group(1)
         run = fetch(f"{running.url}jobs/db/backup/runs/{run_id}")
         history = fetch(f"{running.url}api/jobs/db/backup/history")
+        links = [urljoin(f"{running.url}jobs/db/backup", href) for href in
+                 re.findall(r'href="([^"]+)"', decoded.text)]  # as a browser follows them
+        followed = [fetch(link).status for link in links]
     finally:
         running.stop()
     assert 'href="jobs/db%2Fbackup"' in overview
     assert (encoded.status, decoded.status, run.status, history.status) == (200, 200, 200, 200)
     assert "<h1>db/backup</h1>" in decoded.text and json.loads(history.body)[0]["job"] == "db/backup"
+    assert running.url in links and f"{running.url}jobs/db%2Fbackup/runs/{run_id}" in links
+    assert followed == [200] * len(links)
