@@ -12,7 +12,8 @@ from urllib.parse import quote, urljoin
 
 import pytest
 
-from tests.acceptance.dashboard import (HOURLY, SCRIPT_NAME, Server, fetch, fill_ledger)
+from tests.acceptance.conftest import wait_for
+from tests.acceptance.dashboard import HOURLY, SCRIPT_NAME, Server, fetch, fill_ledger
 
 
 @pytest.fixture
@@ -57,6 +58,24 @@ def test_overview_shows_last_run_and_strip(server):
     assert strip.count("✓") == 27
 
 
+def test_overview_shows_what_runs_now(filled):
+    job = filled.popen("run", "-n", "slow", "--", "sleep", "60")
+    try:
+        wait_for(lambda: any(r["status"] == "running"
+                             for r in filled.json("history", "slow", "--json")), 30, "the run")
+        running = Server(filled)
+        try:
+            text = fetch(running.url).text
+        finally:
+            running.stop()
+    finally:
+        job.terminate()
+        job.communicate(timeout=30)
+    row = next(r for r in text.split("<tr ") if 'href="jobs/slow"' in r)
+    assert re.search(r"<td>[^<\s]+ \(lease \d+m\d+s left\)</td>", row), row
+    assert '<span class="s-cyan">running</span>' in row and "▶" in row
+
+
 def test_job_page_explains_schedule_charts_and_pages_runs(server):
     reply = fetch(job_url(server, HOURLY))
     assert reply.status == 200
@@ -83,8 +102,10 @@ def test_job_page_notes_dst(filled):
         text = fetch(job_url(running, "berlin")).text
     finally:
         running.stop()
-    assert "Europe/Berlin" in text and 'class="banner">' in text
-    assert "At 02:30" in text
+    assert "<code>30 2 * * *</code> in Europe/Berlin: At 02:30 every day" in text
+    notes = re.findall(r'<p class="banner">([^<]*)</p>', text)
+    assert any("does not exist in Europe/Berlin" in n for n in notes), notes  # spring forward
+    assert any("happens twice in Europe/Berlin" in n for n in notes), notes  # fall back
 
 
 def test_run_page_shows_fields_events_and_output(server, filled):
