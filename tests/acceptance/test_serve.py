@@ -364,3 +364,20 @@ def test_a_name_with_a_slash_has_its_pages_encoded_or_decoded_by_a_proxy(filled)
     assert "<h1>db/backup</h1>" in decoded.text and json.loads(history.body)[0]["job"] == "db/backup"
     assert running.url in links and f"{running.url}jobs/db%2Fbackup/runs/{run_id}" in links
     assert followed == [200] * len(links)
+
+
+@pytest.mark.postgres
+def test_pointed_at_the_fleets_postgresql_it_shows_the_fleet(cw, pg_dsn):
+    for host, job in (("web-1", "rotate-logs"), ("db-1", "vacuum")):
+        cw("run", "-n", job, "--host", host, "--db", pg_dsn, "--", "true", check_rc=0)
+    running = Server(cw, env={"CRONWRAP_DB": pg_dsn})
+    try:
+        overview, metrics = fetch(running.url).text, fetch(running.url + "metrics").text
+        api = json.loads(fetch(running.url + "api/status").body)
+    finally:
+        running.stop()
+    for host, job in (("web-1", "rotate-logs"), ("db-1", "vacuum")):
+        row = next(r for r in overview.split("<tr ") if f'href="jobs/{job}"' in r)
+        assert f"<td>{host}</td>" in row
+        assert f'cronwrap_health{{job="{job}"}} 0' in metrics
+    assert {j["last_run"]["host"] for j in api} == {"web-1", "db-1"}
