@@ -394,11 +394,17 @@ def burst_once(bench, mode: str, target: str, host: str, port: str, clients: int
 # -- fleet simulation ---------------------------------------------------------------------
 
 
+def fires(entry: dict, minute: int) -> bool:
+    """Whether ``entry`` fires in the run's ``minute`` (0, 1, ...)."""
+    return (minute + entry["phase"]) % entry["every"] == 0
+
+
 class FleetPlan:
     """Who fires what. HOSTS hosts share CRONTABS crontabs (host h carries crontab h %
     CRONTABS: 2–3 hosts per crontab, so every slot is raced), each of JOBS jobs fired every
-    minute without --schedule (the slot is the minute): LONG of them sleep 10–60 s (10–30 with
-    --quick), the others run ``true``. Cron on each host fires at the minute plus a host
+    EVERY minutes (``*/2``; half the jobs on even minutes, half on odd ones) without --schedule
+    (the slot is the minute): LONG of them sleep 10–60 s (10–30 with --quick), the others run
+    ``true``. Cron on each host fires at the minute plus a host
     offset of 0–2 s, its jobs 5 ms apart.
 
     Every firing runs cronwrap's own ``run`` with a real job process. Exec'd ``cronwrap run``
@@ -406,7 +412,7 @@ class FleetPlan:
     SIGKILLed) and the long jobs of every host of crontabs EXEC_CRONTABS. Every other firing
     is forked from a warm interpreter by fleet_sim.py (no start-up, no imports)."""
 
-    HOSTS, CRONTABS, JOBS, LONG = 50, 17, 20, 6
+    HOSTS, CRONTABS, JOBS, LONG, EVERY = 50, 17, 20, 6, 2
     EXEC_CRONTABS = (0, 1, 2)
     VICTIM = 0
 
@@ -430,7 +436,8 @@ class FleetPlan:
             c = h % self.CRONTABS
             for j in range(self.JOBS):
                 entry = {"host": self.host(h), "job": f"fleet-c{c:02d}-j{j:02d}",
-                         "duration": self.duration(c, j), "offset": self.offsets[h] + j * 0.005}
+                         "duration": self.duration(c, j), "offset": self.offsets[h] + j * 0.005,
+                         "every": self.EVERY, "phase": (c + j) % self.EVERY}
                 exec_it = h == self.VICTIM or (c in self.EXEC_CRONTABS and j < self.LONG)
                 (execd if exec_it else forked).append(entry)
         return execd, forked
@@ -445,9 +452,10 @@ def fleet(bench) -> None:
     minutes = 2 if bench.quick else 4
     plan = FleetPlan(bench.quick)
     execd, forked = plan.entries()
-    label = (f"fleet: {plan.HOSTS} hosts × {plan.JOBS} jobs every minute for {minutes} minutes, "
-             f"role CONNECTION LIMIT {limit}, lease {lease:g} s; {len(execd)} exec'd `cronwrap run` + "
-             f"{len(forked)} forked from a warm interpreter a minute; one host SIGKILLed mid-run"
+    label = (f"fleet: {plan.HOSTS} hosts × {plan.JOBS} jobs every {plan.EVERY} minutes for "
+             f"{minutes} minutes, role CONNECTION LIMIT {limit}, lease {lease:g} s; "
+             f"{len(execd) // plan.EVERY} exec'd `cronwrap run` + {len(forked) // plan.EVERY} "
+             f"forked from a warm interpreter a minute; one host SIGKILLed mid-run"
              + (" (--quick: 2 minutes, long jobs ≤ 30 s)" if bench.quick else ""))
     budget = ("no duplicate run of a slot, no firing lost to a connection error, firings and "
               "ledger agree, takeover ≤ lease + 1 s")
@@ -549,7 +557,7 @@ class FleetRun:
 
     def fire_and_kill(self) -> None:
         plan = sorted((s + e["offset"], m, i, e) for m, s in enumerate(self.starts)
-                      for i, e in enumerate(self.execd))
+                      for i, e in enumerate(self.execd) if fires(e, m))
         self.pool = ThreadPoolExecutor(max_workers=len(self.execd) * 2)
         killer = threading.Thread(target=self.kill_victim, daemon=True, name="killer")
         killer.start()
@@ -762,7 +770,7 @@ class FleetRun:
             if p.returncode != 0:
                 err = (self.dir / f"sim{i}.err").read_text().strip().splitlines()
                 found.append(f"fleet_sim.py {i} exited {p.returncode}: {err[-1] if err else ''}")
-        expected = len(self.forked) * self.minutes
+        expected = sum(fires(e, m) for e in self.forked for m in range(self.minutes))
         if recorded != expected:
             found.append(f"{recorded} of {expected} forked firings recorded")
         return "; ".join(found)

@@ -19,8 +19,9 @@ children with wait4 and appends one JSON line per firing to OUT:
 (exit: as ``os.waitstatus_to_exitcode``; stderr: the last 400 bytes the firing wrote there).
 
 CONFIG: {"url", "lease", "minutes": [epoch s], "entries": [{"host", "job", "duration",
-"offset", "home"}]}: each entry fires at every minute + its offset (seconds); duration 0 runs
-``true``, else ``sleep DURATION``.
+"offset", "every", "phase", "home"}]}: each entry fires at the minutes i (0, 1, ...) where
+(i + phase) % every is 0, + its offset (seconds); duration 0 runs ``true``, else ``sleep
+DURATION``.
 
 probe: {"url", "host", "lease", "interval", "deadline"}; stdin: [{"job", "run_key",
 "scheduled_at"}]. The slots of a host that died in the middle of its runs: each is claimed
@@ -143,7 +144,7 @@ def child(config: dict, entry: dict, err_path: str) -> None:
 def simulate(config: dict, out: Output, err_dir: str) -> None:
     warm_up()
     plan = sorted((m + e["offset"], i, n, e) for i, m in enumerate(config["minutes"])
-                  for n, e in enumerate(config["entries"]))
+                  for n, e in enumerate(config["entries"]) if (i + e["phase"]) % e["every"] == 0)
     running: dict[int, dict] = {}
     for count, (due, minute, _, entry) in enumerate(plan):
         while time.time() < due:
