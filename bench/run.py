@@ -731,10 +731,10 @@ class Bench:
         if psycopg_cost:  # what PostgreSQL may add: the venv's Python importing psycopg and connecting
             measured["psycopg"] = ([self.python, "-c", "import sys, psycopg; psycopg.connect(sys.argv[1]).close()",
                                     psycopg_cost[0]], base)
-        samples = {k: [w for w, _ in v] for k, v in self.firings(measured, n).items()}
+        split = {k: (argv[1:], env) for k, (argv, env) in measured.items()
+                 if k.startswith(tuple(ledgers))}
+        samples, phases = self.status_rounds(measured, split, n)
         med = {k: statistics.median(v) for k, v in samples.items()}
-        phases = self.status_phases({k: (argv[1:], env) for k, (argv, env) in measured.items()
-                                     if k.startswith(tuple(ledgers))}, n)
         floor, extra = med["floor"], (med["psycopg"] - med["python"] if psycopg_cost else 0.0)
         cost = (f"psycopg import + connect {extra:.0f} ms (python -c 'import psycopg; connect' "
                 f"{med.get('psycopg', 0):.0f} ms less python -c pass {med['python']:.0f} ms)")
@@ -768,25 +768,33 @@ class Bench:
             for what, ratio in ((f"status over {size}", 4), ("status on an empty ledger", 2)):
                 self.skipped_pg(f"{what}, PostgreSQL", f"≤ {ratio}x the floor wrapper + one psycopg import and connect")
 
-    def status_phases(self, commands: dict[str, tuple[list[str], dict[str, str]]],
-                      n: int) -> dict[str, dict[str, float]]:
-        """Medians of where each ``status`` command spends its time: import, connect, query,
-        render (bench/status_phases.py, ``n`` rounds, interleaved)."""
+    def status_rounds(self, commands: dict[str, tuple[list[str], dict[str, str]]],
+                      split: dict[str, tuple[list[str], dict[str, str]]], n: int
+                      ) -> tuple[dict[str, list[float]], dict[str, dict[str, float]]]:
+        """``n`` interleaved rounds of each command (wall ms, after one untimed round) and of
+        each ``split`` command under bench/status_phases.py, so that a change of load hits the
+        totals and their breakdown alike; returns the samples and the breakdown's medians
+        (import, connect, query, render)."""
         script = str(HERE / "status_phases.py")
         listed = {}
-        for i, (key, (args, env)) in enumerate(commands.items()):
+        for i, (key, (args, env)) in enumerate(split.items()):
             listed[key] = self.tmp / f"status-modules-{i}.txt"
             listed[key].write_text(subprocess.run([self.python, script, "--modules", *args], env=env,
                                                   capture_output=True, text=True, check=True).stdout)
-        samples: dict[str, list[dict[str, float]]] = {key: [] for key in commands}
+        for argv, env in commands.values():
+            timed(argv, env)
+        samples: dict[str, list[float]] = {key: [] for key in commands}
+        parts: dict[str, list[dict[str, float]]] = {key: [] for key in split}
         for _ in range(n):
-            for key, (args, env) in commands.items():
+            for key, (argv, env) in commands.items():
+                samples[key].append(timed_usage(argv, env)[0])
+            for key, (args, env) in split.items():
                 done = subprocess.run([self.python, script, "--time", str(listed[key]), *args],
                                       env=env, capture_output=True, text=True, check=True)
-                samples[key].append(json.loads(done.stdout))
-        return {key: {phase: statistics.median(s[phase] for s in runs)
-                      for phase in ("import", "connect", "query", "render")}
-                for key, runs in samples.items()}
+                parts[key].append(json.loads(done.stdout))
+        return samples, {key: {phase: statistics.median(s[phase] for s in runs)
+                               for phase in ("import", "connect", "query", "render")}
+                         for key, runs in parts.items()}
 
     def serve(self) -> None:
         """``cronwrap serve`` over the status ledgers: GET / and GET /metrics, each timed by

@@ -32,8 +32,8 @@ class JobReport(Record):
     next_due_at: datetime | None = None
     missed: int = 0  # slots without a run: recorded missed + late
     late: int = 0  # slots passed that no host has fired yet (recorded missed by the next firing)
-    _defaults = dict(next_due_at=None, missed=0, late=0, slow=None)
     slow: str | None = None  # --slow-factor: why the last run counts as slow
+    _defaults = dict(next_due_at=None, missed=0, late=0, slow=None)
 
     @property
     def live(self) -> list[Run]:
