@@ -108,10 +108,9 @@ def deliver(state_dir: Path, url: str | None, ledger: base.Ledger, emit) -> int:
     for path in pending(state_dir, url):
         try:
             run, result = read_entry(path)
-        except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
-            quarantine(path, exc, emit)
-            continue
-        except Exception as exc:  # PathError: a symlink or a file of another user
+        except Exception as exc:  # not JSON, not a result; PathError: a symlink, not ours
+            if isinstance(exc.__cause__ or exc, FileNotFoundError):
+                continue  # another firing of this host delivered it first: nothing to say
             quarantine(path, exc, emit)
             continue
         try:
