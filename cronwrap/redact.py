@@ -198,9 +198,8 @@ class Stream:
     """One output stream's redaction: ``feed`` returns what may be kept or sent now: its whole
     lines, holding back the partial last one (at most CARRY bytes of it, and any match reaching
     into them, or an unended private key block) so that a secret split between two reads is
-    whole in the next call; ``flush`` returns the rest; ``cut`` ends the
-    stream where it is cut off (the capture's head is full), dropping a last partial line,
-    which may be the start of a secret whose end is never seen."""
+    whole in the next call; ``flush`` returns the rest at the end of the output, ``finish``
+    where the output is cut off (the capture's head is full), looking past the cut."""
 
     def __init__(self, redactor: Redactor) -> None:
         self.redactor = redactor
@@ -239,9 +238,14 @@ class Stream:
         spans, _ = self.redactor.spans(buf, final=True)
         return _apply(buf, spans)
 
-    def cut(self) -> bytes:
-        out = self.flush()
-        return out if out.endswith(b"\n") else out[:out.rfind(b"\n") + 1]
+    def finish(self, after: bytes) -> bytes:
+        """The rest, where the stream is cut off (the capture's head is full): ``after`` is
+        what came next, seen only to find a secret that straddles the cut."""
+        buf, self.carry = self.carry, b""
+        if self.in_pem:
+            self.in_pem = False
+            return b""
+        return redact_window(self.redactor, b"", buf, after)
 
     def _skip_pem(self, buf: bytes) -> bytes:
         if not self.in_pem:
@@ -254,15 +258,35 @@ class Stream:
         return buf[e.start():]
 
 
-def redact_tail(redactor: Redactor, tail: bytes, cut: bool = True) -> bytes:
-    """The kept end of a long output, redacted. ``cut``: it begins wherever the ring buffer
-    (or the end of the head) cut it, so its first partial line (maybe the end of a secret whose
-    start is gone) is dropped, and so is a private key body whose BEGIN line is gone."""
-    if cut:
-        tail = tail[tail.find(b"\n") + 1:]
+def redact_window(redactor: Redactor, before: bytes, data: bytes, after: bytes) -> bytes:
+    """``data`` redacted as it stood between ``before`` and ``after``, bytes that are not kept
+    (where a bounded capture cuts the output): a secret that straddles either cut is found
+    whole, and its part inside ``data`` hidden; a private key body whose BEGIN line was cut off
+    is hidden up to its END line. Nothing else changes, so a cut without a secret is exact.
+    Redacted SLICE bytes at a time, each piece ending at a line's end where it can, with
+    CARRY bytes of its neighbours as context."""
+    if len(data) <= SLICE:
+        return _window(redactor, before[-CARRY:], data, after[:CARRY])
+    out, at = [], 0
+    while at < len(data):
+        end = len(data) if len(data) - at <= SLICE else \
+            (data.rfind(b"\n", at, at + SLICE) + 1 or at + SLICE)
+        pre = data[max(0, at - CARRY):at] if at >= CARRY else before[-(CARRY - at):] + data[:at]
+        post = data[end:end + CARRY] + (after[:CARRY] if end + CARRY > len(data) else b"")
+        out.append(_window(redactor, pre, data[at:end], post))
+        at = end
+    return b"".join(out)
+
+
+def _window(redactor: Redactor, before: bytes, data: bytes, after: bytes) -> bytes:
+    buf = before + data + after
+    spans, _ = redactor.spans(buf, final=True)
+    lo, hi = len(before), len(before) + len(data)
     _builtin()
     begin, end = _pem
-    e = end.search(tail)
-    if e is not None and ((b := begin.search(tail)) is None or b.start() > e.start()):
-        tail = PEM_MARK.lstrip() + tail[e.start():]
-    return redactor.whole(tail)
+    e = end.search(buf, lo, hi)
+    if e is not None and begin.search(buf, 0, e.start()) is None:  # its BEGIN is gone
+        spans = _without_overlaps([*spans, (lo, e.start(), PEM_MARK.lstrip(), lo)])
+    inside = [(max(start, lo) - lo, min(end_, hi) - lo, mark, 0)
+              for start, end_, mark, _ in spans if start < hi and end_ > lo]
+    return _apply(data, inside)

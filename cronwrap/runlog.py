@@ -87,6 +87,7 @@ EVENTS_KEEP_FILES = 5
 HEAD_LIMIT = 8 * 1024 * 1024
 TAIL_LIMIT = 1024 * 1024
 ERROR_TAIL = 4096
+CONTEXT = 8192  # bytes seen on each side of a cut of the capture, to redact across it
 
 
 def iso_now(clock: float | None = None) -> str:
@@ -181,8 +182,10 @@ class OutputCapture:
 
     With a ``redactor`` (redact.py), secrets are taken out of what is kept, and only of that:
     the head by the stream (each of stdout and stderr its own stream, so a secret split
-    between two reads is caught), the tail once the job has ended. The middle of a long
-    output, which is never kept, costs nothing."""
+    between two reads is caught), the tail once the job has ended; at each cut of a long
+    output the bytes beyond it (CONTEXT) are looked at, so a secret that straddles it is
+    hidden, and output without secrets is kept exactly. The middle of a long output, which is
+    never kept, costs nothing."""
 
     def __init__(self, file: Path | None, redactor: Redactor | None = None) -> None:
         self.file = file
@@ -194,6 +197,8 @@ class OutputCapture:
         self.error: str | None = None
         self.redactor = redactor
         self.streams: dict[int, Stream] = {}
+        self.head_end = b""  # the head's last bytes, as written: the tail's context
+        self.after_head: dict[int, bytearray] = {}  # each stream's first bytes past the head
         if file is not None:
             try:
                 ensure_private_dir(file.parent)
@@ -207,28 +212,23 @@ class OutputCapture:
         if room > 0:                                                  # still keeps a tail
             self.head += min(room, len(data))
             self._store(self._redacted(fd, data[:room]))
-            if self.head == HEAD_LIMIT:
-                self._end_head()
         if len(data) > room:  # past the head: keep a ring of the last TAIL_LIMIT bytes
-            self.tail += data[max(room, 0):]
-            if len(self.tail) > 2 * TAIL_LIMIT:
-                del self.tail[: len(self.tail) - TAIL_LIMIT]
+            rest = data[max(room, 0):]
+            self.tail += rest
+            if len(self.tail) > 2 * TAIL_LIMIT:  # and a little more: the kept tail's context
+                del self.tail[: len(self.tail) - TAIL_LIMIT - CONTEXT]
+            if fd in self.streams:
+                after = self.after_head.setdefault(fd, bytearray())
+                after += rest[:CONTEXT - len(after)]
 
     def _redacted(self, fd: int, data: bytes) -> bytes:
         if self.redactor is None:
             return data
+        self.head_end = (self.head_end + data[-CONTEXT:])[-CONTEXT:]
         stream = self.streams.get(fd)
         if stream is None:
             stream = self.streams[fd] = self.redactor.stream()
         return stream.feed(data)
-
-    def _end_head(self) -> None:
-        """The head is full: what each stream held back is kept, but for a last partial line
-        (the start of a secret, maybe, whose end goes to the part that is not kept)."""
-        for stream in self.streams.values():
-            if self.fd is not None:
-                self._store(stream.cut())
-        self.streams.clear()
 
     def _store(self, data: bytes) -> None:
         try:
@@ -241,26 +241,37 @@ class OutputCapture:
             self.fd = None
 
     def close(self) -> None:
-        for stream in self.streams.values():  # the whole output fitted in the head
+        for fd, stream in self.streams.items():  # what each stream held back, to the cut
             if self.fd is not None:
-                self._store(stream.flush())
+                self._store(stream.finish(bytes(self.after_head.get(fd, b""))))
         self.streams.clear()
-        if self.total > self.head and self.redactor is not None:
-            from cronwrap.redact import redact_tail
-
-            kept = bytes(self.tail[-TAIL_LIMIT:])
-            self.tail = bytearray(redact_tail(self.redactor, kept, cut=self.total > len(kept)))
+        kept = len(self.tail[-TAIL_LIMIT:])
+        if self.total > self.head:
+            self.tail = bytearray(self._redacted_tail() if self.redactor is not None
+                                  else self.tail[-TAIL_LIMIT:])
         if self.fd is None:
             return
         if self.total > self.head:
-            tail = bytes(self.tail[-TAIL_LIMIT:])
-            skipped = self.total - self.head - len(tail)
+            tail = bytes(self.tail)
+            skipped = self.total - self.head - kept
             marker = f"\n[cronwrap: {skipped} bytes omitted; output truncated to the first " \
                      f"{self.written} and the last {len(tail)} bytes]\n".encode()
             self._store(marker + tail)
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+    def _redacted_tail(self) -> bytes:
+        """The kept tail, redacted with what came before it as context: the ring's older
+        bytes, or the head's end when nothing was left out between them."""
+        from cronwrap.redact import redact_window
+
+        assert self.redactor is not None
+        ring = bytes(self.tail)
+        kept = ring[-TAIL_LIMIT:]
+        before = ring[:-TAIL_LIMIT][-CONTEXT:] if len(ring) > TAIL_LIMIT else \
+            self.head_end if self.total - self.head == len(ring) else b""
+        return redact_window(self.redactor, before, kept, b"")
 
     def last_bytes(self, n: int = ERROR_TAIL) -> bytes:
         if self.tail:

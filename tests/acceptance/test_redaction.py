@@ -163,3 +163,29 @@ def test_no_secret_reaches_a_postgresql_ledger(cw, script, tmp_path, pg_dsn):
     assert_no_secret("the PostgreSQL ledger", repr(rows) + repr(jobs))
     for path, data in every_file(cw.home).items():
         assert_no_secret(path, data)
+
+
+def test_a_secret_across_the_cuts_of_a_long_output_is_hidden(cw, script):
+    """The capture keeps the first 8 MiB and the last 1 MiB: a password that straddles either
+    cut is found with what lies beyond it, and its kept part hidden."""
+    head, tail = 8 << 20, 1 << 20
+    pw_head, pw_tail = "straddle-head-pw", "straddle-tail-pw"
+    job = script("cuts.sh", f"""exec python3 - <<'PY'
+import sys
+out = sys.stdout.buffer
+out.write(b"a" * ({head} - 25) + b" postgresql://app:{pw_head}@db/x\\n")
+out.write((b"b" * 1023 + b"\\n") * 2048)
+m = {tail} - {len(pw_tail)} + 1
+out.write(b"x token={pw_tail} y\\n" + b"c" * m + b"\\n")
+sys.exit(2)
+PY
+""")
+    proc = cw("run", "-n", "cuts", "--output", "quiet", "--", job)
+    assert proc.returncode == 2
+    for path, data in every_file(cw.home).items():
+        assert pw_head.encode() not in data and b"head-pw" not in data, path
+        assert b"-tail-pw" not in data, path
+    log = cw("logs", "cuts").stdout
+    assert b" postgresql://app:***\n[cronwrap: " in log  # the head ends inside the password
+    assert b"bytes omitted" in log and b"]\n***" in log  # the tail begins inside the other
+

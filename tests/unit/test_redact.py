@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cronwrap import redact
-from cronwrap.redact import CARRY, MAX_PEM, Redactor, compile_pattern, redact_tail, secret_values
+from cronwrap.redact import (CARRY, MAX_PEM, Redactor, compile_pattern, redact_window,
+                             secret_values)
 
 SECRETS = {
     "url": (b"connecting to postgresql://app:hunter2-url@db.internal/x failed",
@@ -92,21 +93,25 @@ def test_a_private_key_longer_than_the_wait_is_hidden_to_its_end():
     assert b"QQ" not in out
 
 
-def test_a_cut_stream_drops_its_partial_last_line():
+def test_a_stream_finished_at_a_cut_sees_past_it():
     stream = Redactor().stream()
     assert stream.feed(b"line one\nconnecting to postgresql://app:hunt") == b"line one\n"
-    assert stream.cut() == b""
-    stream.feed(b"x" * (CARRY + 10))  # a line longer than the carry: cut where it is cut
-    assert stream.cut() == b""
+    assert stream.finish(b"er2@db/x\nmore") == b"connecting to postgresql://app:***"
+    plain = Redactor().stream()
+    plain.feed(b"binary \x00\xff without a newline")
+    assert plain.finish(b"and more") == b"binary \x00\xff without a newline"
 
 
-def test_a_tail_loses_the_line_its_start_cut():
+def test_a_window_is_redacted_across_both_of_its_cuts_and_is_exact_without_secrets():
     r = Redactor()
-    assert redact_tail(r, b"er2@db/x\nnext postgresql://a:pw-tail@h\n") == \
-        b"next postgresql://a:***@h\n"
-    assert redact_tail(r, b"whole output\n", cut=False) == b"whole output\n"
+    assert redact_window(r, b"start postgresql://a:pw-hun", b"ter2@h/x ok\nAKIAIOSF",
+                         b"ODNN7EXAMPLE") == b"***@h/x ok\n***"
+    assert redact_window(r, b"x" * 10, b"plain\x00bytes", b"y" * 10) == b"plain\x00bytes"
     orphan = b"AAAABBBB\nCCCC\n-----END RSA PRIVATE KEY-----\nok\n"
-    assert redact_tail(r, orphan) == b"***\n-----END RSA PRIVATE KEY-----\nok\n"
+    assert redact_window(r, b"", orphan, b"") == b"***\n-----END RSA PRIVATE KEY-----\nok\n"
+    body = b"-----BEGIN PRIVATE KEY-----\nQQQQ\n"
+    assert redact_window(r, b"", b"head\n" + body, b"QQQQ\n-----END PRIVATE KEY-----\n") == \
+        b"head\n-----BEGIN PRIVATE KEY-----\n***\n"
 
 
 def test_patterns_are_compiled_once_per_process():
@@ -114,3 +119,16 @@ def test_patterns_are_compiled_once_per_process():
     first = redact._compiled[0][1]
     Redactor().whole(b"postgresql://a:b@c")
     assert redact._compiled[0][1] is first
+
+
+def test_a_long_window_is_redacted_in_slices_as_a_whole_would_be():
+    r = Redactor()
+    lines = b"".join(b"line %d token=sek%06d url postgresql://u:pw%d@h/x\n" % (i, i, i)
+                     for i in range(3 * redact.SLICE // 40))
+    out = redact_window(r, b"", lines, b"")
+    assert out == r.whole(lines) and b"sek0" not in out and b":pw" not in out
+    key = b"-----BEGIN PRIVATE KEY-----\n" + b"Q" * (redact.SLICE + 100) + \
+        b"\n-----END PRIVATE KEY-----\n"
+    assert b"QQ" not in redact_window(r, b"", b"a\n" * 1000 + key + b"b\n" * 1000, b"")
+    noise = bytes(range(256)).replace(b"\n", b"") * (2 * redact.SLICE // 255)
+    assert redact_window(r, b"\n", noise, b"\n") == noise

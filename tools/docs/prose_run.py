@@ -402,13 +402,13 @@ REDACTION: tuple[Block, ...] = (
      "JWTs, and the body of PEM private key blocks (the BEGIN and END lines are kept)"),
     ("`--redact` *REGEX*", "whatever the operator's patterns match (Python re syntax, "
      "matched against the output's bytes; repeatable)"),
-    "Each of standard output and error is redacted as a stream: the last "
-    f"{size_text(redact.CARRY)} of it are held back until the next read, so a secret split "
-    "between two writes is still found whole. Only what is kept is redacted: the first "
-    f"{size_text(runlog.HEAD_LIMIT)} as the job writes them and the last "
-    f"{size_text(runlog.TAIL_LIMIT)} when it has ended; the part in between, never kept, "
-    "costs nothing. Where the capture is cut, the partial line at the cut is dropped (it may "
-    "hold a piece of a secret whose other piece is not kept).",
+    "Each of standard output and error is redacted as a stream: whole lines are kept as they "
+    f"come, and a partial last line (up to {size_text(redact.CARRY)} of it) is held back until "
+    "the next read, so a secret split between two writes is still found whole. Only what is "
+    f"kept is redacted: the first {size_text(runlog.HEAD_LIMIT)} as the job writes them and "
+    f"the last {size_text(runlog.TAIL_LIMIT)} when it has ended; the part in between, never "
+    "kept, costs nothing. At each cut of the capture the bytes beyond it are looked at too, "
+    "so a secret that straddles a cut is hidden, and output without secrets is kept exactly.",
     "What passes through to cronwrap's own standard output and error (`--output "
     "passthrough`, the default) is the job's output exactly as it wrote it: cron's mail and "
     "the redirections of the crontab line are unchanged, as without cronwrap. Hooks get the "
