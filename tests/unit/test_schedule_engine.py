@@ -4,10 +4,7 @@ nothing outside ``cronwrap.schedule`` reads a cron expression by itself."""
 from __future__ import annotations
 
 import ast
-import os
 import re
-import subprocess
-import sys
 from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
 from pathlib import Path
@@ -17,6 +14,7 @@ import pytest
 
 from cronwrap import crontab, schedule
 from cronwrap.schedule import Schedule, dst_notes, explain
+from tests.imports import modules_of_a_firing
 from tests.unit.cron_reference import CronFields, ZoneMinutes
 
 UTC = timezone.utc
@@ -151,22 +149,8 @@ def test_one_alias_table():
 
 
 def test_run_reads_its_schedule_without_lint_or_explain(tmp_path):
-    # cli leaves with os._exit: note the modules there.
-    code = (
-        "import os, sys\n"
-        "real_exit = os._exit\n"
-        "def leave(status):\n"
-        f"    with open({str(tmp_path / 'modules')!r}, 'w') as out:\n"
-        "        out.write(' '.join(sorted(sys.modules)))\n"
-        "    real_exit(status)\n"
-        "os._exit = leave\n"
-        "from cronwrap.cli import main\n"
-        "main(['run', '-n', 'imports', '--schedule', '*/5 * * * *', '--', 'true'])\n"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CRONWRAP_")}
-    env["CRONWRAP_HOME"] = str(tmp_path / "home")
-    subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=60)
-    modules = (tmp_path / "modules").read_text().split()
+    modules = modules_of_a_firing(tmp_path, ["run", "-n", "imports", "--schedule",
+                                             "*/5 * * * *", "--", "true"])
     assert "cronwrap.schedule.slots" in modules  # the firing was mapped to its slot
     unwanted = [m for m in modules if m.startswith("cronwrap.crontab")
                 or m in ("cronwrap.schedule.notes", "cronwrap.schedule.explanation")]

@@ -4,9 +4,6 @@ ledger, the pages' escaping, and that ``run`` never imports the server."""
 from __future__ import annotations
 
 import io
-import os
-import subprocess
-import sys
 import threading
 from datetime import datetime, timezone
 
@@ -16,6 +13,7 @@ from cronwrap import pages, serve
 from cronwrap.errors import UsageError
 from cronwrap.ledger.base import ClaimRequest, Finish, JobInfo, Run
 from cronwrap.ledger.sqlite import SqliteLedger
+from tests.imports import modules_of_a_firing
 
 NOW = datetime(2027, 1, 15, 8, 0, 30, tzinfo=timezone.utc)
 
@@ -159,21 +157,8 @@ def test_a_status_with_no_colour_of_its_own_is_still_drawn():
 # -- run's imports -----------------------------------------------------------------------------
 
 def test_run_never_imports_the_server(tmp_path):
-    code = (
-        "import os, sys\n"
-        "real_exit = os._exit\n"
-        "def leave(status):\n"
-        f"    with open({str(tmp_path / 'modules')!r}, 'a') as out:\n"  # forked helpers too
-        "        out.write(' '.join(sorted(sys.modules)) + '\\n')\n"
-        "    real_exit(status)\n"
-        "os._exit = leave\n"
-        "from cronwrap.cli import main\n"
-        "main(['run', '-n', 'imports', '--schedule', '*/5 * * * *', '--', 'true'])\n"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CRONWRAP_")}
-    env["CRONWRAP_HOME"] = str(tmp_path / "home")
-    subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=60)
-    modules = (tmp_path / "modules").read_text().split()
+    modules = modules_of_a_firing(tmp_path, ["run", "-n", "imports", "--schedule",
+                                             "*/5 * * * *", "--", "true"])
     assert "cronwrap.runner" in modules and "cronwrap.attempt" in modules  # it did run
     assert [m for m in modules if m.split(".")[0] == "waitress"
             or m in ("cronwrap.serve", "cronwrap.pages")] == []
