@@ -53,7 +53,7 @@ HOOK_VARIABLES = {
                           "*N*); empty when unknown",
     "CRONWRAP_DURATION_MS": "how long the run took, in milliseconds; empty when unknown",
     "CRONWRAP_OUTPUT_TAIL": f"the last {TAIL_BYTES // 1024} KiB of the job's output, as text, "
-                            "NUL bytes removed",
+                            "secrets replaced by `***` (see REDACTION), NUL bytes removed",
     "CRONWRAP_REASON": "why the run was recorded as it was: `too_fast` (a `warning` faster than "
                        "`--min-duration`), `lease_lost` (`killed`); empty otherwise",
     "CRONWRAP_ALERT": "only under `--alert-after` greater than 1: `failing` (the *N*th failure "
