@@ -39,6 +39,7 @@ from common import (HERE, PgSession, event_time, pct, pg_url, read_events, run_w
 REPO = HERE.parent
 VENV = Path(os.environ.get("CRONWRAP_BENCH_VENV", HERE / ".venv"))
 RESULTS = HERE / "results.md"
+RUNS = HERE / ".runs"  # what --only measured, one file a run (not committed)
 CACHE = HERE / ".cache"  # big status ledgers, reused while younger than CACHE_MAX_AGE
 CACHE_MAX_AGE = 6 * 3600
 GIB = 1 << 30
@@ -904,7 +905,7 @@ class Bench:
             meta.write_text(json.dumps({"built": time.time()}))
         return url, note
 
-    def write(self) -> None:
+    def write(self, target: Path) -> None:
         lines = ["# cronwrap benchmark results", "",
                  f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
                  f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, by `python3 bench/run.py"
@@ -915,7 +916,8 @@ class Bench:
             lines += ["", "Load average (1 min) when each measurement began: "
                       + ", ".join(f"{name} {load:.2f}" for name, load in self.loads)
                       + ". Other work may share the machine: compared commands are interleaved."]
-        RESULTS.write_text("\n".join(lines) + "\n")
+        target.parent.mkdir(exist_ok=True)
+        target.write_text("\n".join(lines) + "\n")
         self.cleanup()
 
     def cleanup(self) -> None:
@@ -960,16 +962,20 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true",
                         help="keep the run's files (run logs, firing records) to look into a miss")
     args = parser.parse_args()
+    # A full run is the whole record; some rows go to a file of their own, to be copied into
+    # results.md's sections by hand, never over the rows they did not measure.
+    target = RESULTS if not args.only else \
+        RUNS / time.strftime(f"%Y%m%dT%H%M%SZ-{'-'.join(args.only)}.md", time.gmtime())
     bench = Bench(install(), args.quick, args.rebuild, args.keep)
     try:
         for name in args.only or MEASUREMENTS:
             print(f"{name}:", flush=True)
             bench.loads.append((name, os.getloadavg()[0]))
             getattr(bench, name)()
-        bench.write()
+        bench.write(target)
     finally:
         bench.cleanup()
-    print(f"\nwritten to {RESULTS.relative_to(REPO)}")
+    print(f"\nwritten to {target.relative_to(REPO)}")
     return 0
 
 
