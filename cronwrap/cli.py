@@ -26,6 +26,7 @@ READ_COMMANDS = (["status"], ["history"], ["logs"], ["explain"])
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     open_stdio()
+    sys.unraisablehook = unraisable
     try:
         if args[:1] == ["run"]:
             return run_command(args[1:])
@@ -53,6 +54,15 @@ def main(argv: list[str] | None = None) -> int:
         warn(f"internal error: {type(exc).__name__}: {exc} (set CRONWRAP_DEBUG=1 for the "
              "traceback)")
         return EXIT_CRONWRAP
+
+
+def unraisable(info: sys.UnraisableHookArgs) -> None:
+    """An exception Python cannot raise (in a finalizer, or "Signal N ignored due to race
+    condition" when a signal meets a handler being reset): one line, never a traceback."""
+    if os.environ.get("CRONWRAP_DEBUG"):
+        sys.__unraisablehook__(info)
+        return
+    warn(f"ignored: {type(info.exc_value).__name__}: {info.exc_value}")
 
 
 def fail(exc: CronwrapError) -> int:

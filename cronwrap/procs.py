@@ -30,7 +30,7 @@ import time
 from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from subprocess import Popen
 
 LINUX = sys.platform.startswith("linux")
@@ -109,6 +109,71 @@ class ProcTable:
         return recorded == actual
 
 
+class ForeignProcTable(ProcTable):
+    """A /proc mounted for another PID namespace than this process's: a container started
+    with ``unshare --pid --fork`` but no ``--mount-proc`` sees the host's /proc, where its own
+    PIDs are other numbers (its PID 1 is the host's PID 4711, and the host's PID 1 is init).
+    Read as it is, the job's tree would be the host's processes. So only the processes of this
+    namespace are seen, and their numbers translated to it through the ``NSpid`` line of
+    /proc/PID/status (Linux 4.1); a parent, group or session outside it reads as 0.
+    Slower than ProcTable (one more file per process), and used only in such a container."""
+
+    def __init__(self) -> None:
+        self._namespace = os.stat("/proc/self/ns/pid").st_ino
+        self._proc_pid: dict[int, int] = {}  # this namespace's PID -> /proc's, at the last look
+
+    def read(self, pid: int) -> Proc | None:
+        if pid not in self._proc_pid:
+            self.all()
+        outer = self._proc_pid.get(pid)
+        if outer is None or self._own_pid(outer) != pid:
+            return None
+        row = ProcTable.read(self, outer)
+        return None if row is None else self._translate(row)
+
+    def all(self) -> list[Proc]:
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            return []
+        rows = []
+        own: dict[int, int] = {}
+        for name in names:
+            if name.isdigit() and (pid := self._own_pid(int(name))) is not None:
+                row = ProcTable.read(self, int(name))
+                if row is not None:
+                    own[row.pid] = pid
+                    rows.append(row)
+        self._proc_pid = {pid: outer for outer, pid in own.items()}
+        return [self._translate(row, own) for row in rows]
+
+    def _translate(self, row: Proc, own: dict[int, int] | None = None) -> Proc:
+        if own is None:
+            own = {outer: pid for pid, outer in self._proc_pid.items()}
+        return Proc(own.get(row.pid, 0), own.get(row.ppid, 0), own.get(row.pgid, 0),
+                    own.get(row.sid, 0), row.start, row.live)
+
+    def _own_pid(self, outer: int) -> int | None:
+        """The PID in this namespace of /proc's process ``outer``; None when it is not in it."""
+        try:
+            if os.stat(f"/proc/{outer}/ns/pid").st_ino != self._namespace:
+                return None
+            with open(f"/proc/{outer}/status", "rb") as f:
+                line = next((line for line in f if line.startswith(b"NSpid:")), b"")
+        except OSError:
+            return None
+        fields = line.split()
+        return int(fields[-1]) if len(fields) > 1 else None
+
+
+def proc_is_foreign() -> bool:
+    """/proc shows another PID namespace than this process's own (see ForeignProcTable)."""
+    try:
+        return int(os.readlink("/proc/self")) != os.getpid()
+    except (OSError, ValueError):
+        return False
+
+
 class PsutilTable:
     """The process table through psutil, where there is no /proc (macOS, the BSDs).
 
@@ -184,7 +249,10 @@ def table() -> ProcTable | PsutilTable:
     """
     global _TABLE
     if _TABLE is None:
-        _TABLE = ProcTable() if LINUX else PsutilTable()
+        if not LINUX:
+            _TABLE = PsutilTable()
+        else:
+            _TABLE = ForeignProcTable() if proc_is_foreign() else ProcTable()
     return _TABLE
 
 
@@ -210,6 +278,13 @@ def is_alive(pid: int | None, started: int | None) -> bool:
         return False
     actual = start_time(pid)
     return actual is not None and (started is None or table().same_start(started, actual))
+
+
+def is_init() -> bool:
+    """This process is PID 1 of its PID namespace: a container's entrypoint. Orphans of
+    every process in the namespace come to it, and when it exits, the kernel KILLs what is
+    left in the namespace."""
+    return os.getpid() == 1
 
 
 def self_identity() -> tuple[int, int]:
@@ -337,14 +412,18 @@ class Tree:
                 pending.extend(children.get(proc.pid, ()))
         return [proc for proc in found.values() if proc.live]
 
-    def signal(self, *signums: int) -> list[Proc]:
-        """Each signal once to every member; the members that were found.
+    def signal(self, *signums: int, also: Iterable[Proc] = ()) -> list[Proc]:
+        """Each signal once to every member, and to each process of ``also`` (processes seen
+        in the tree before) that is still the one that was seen; returns them all.
 
         The look comes first and the group signal second, so that a process forked in between
         still gets it through its group; members of the group are skipped one by one because
         a job that traps TERM must see it once, not twice.
         """
         members = self.members()
+        found = {proc.pid for proc in members}
+        members += [now for proc in also if proc.pid not in found
+                    and (now := _current(proc)) is not None]
         group = self.leader.pid if self.group else None
         for signum in signums:
             if group is not None:
@@ -358,22 +437,40 @@ class Tree:
             monotonic: Callable[[], float] = time.monotonic) -> bool:
         """End the tree as a timeout would: ``signum`` (and CONT) to every member, then KILL
         after ``grace`` seconds to whatever is left, again at every look until nothing is.
-        Gives up ``give_up`` seconds (default: ``grace``) after the first KILL, for a process
-        in uninterruptible sleep. True when nothing is left."""
-        self.signal(*first_signals(signum))
+        Every process seen in the tree stays in it: one that left the session and lost its
+        parent (re-parented to init, out of reach of a look) still gets its KILL. Gives up
+        ``give_up`` seconds (default: ``grace``) after the first KILL, for a process in
+        uninterruptible sleep. True when nothing is left."""
+        seen: dict[int, Proc] = {}
+
+        def look(*signums: int) -> list[Proc]:
+            found = self.signal(*signums, also=list(seen.values()))
+            seen.update((proc.pid, proc) for proc in found)
+            return found
+
+        look(*first_signals(signum))
         deadline = monotonic() + grace
-        while self.members():
+        while look():
             if monotonic() >= deadline:
                 break
             time.sleep(POLL)
         else:
             return True
         deadline = monotonic() + (grace if give_up is None else give_up)
-        while self.signal(signal.SIGKILL):
+        while look(signal.SIGKILL):
             if monotonic() >= deadline:
                 return False
             time.sleep(POLL)
         return True
+
+
+def _current(seen: Proc) -> Proc | None:
+    """The process ``seen`` as it is now (its group or session may have changed), while it is
+    alive and still the same process."""
+    proc = table().read(seen.pid)
+    if proc is None or not proc.live or not table().same_start(seen.start, proc.start):
+        return None
+    return proc
 
 
 def _is(proc: Proc | None, seen: ProcessId) -> bool:

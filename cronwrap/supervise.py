@@ -50,12 +50,13 @@ if TYPE_CHECKING:
 # outer ``timeout``, XCPU from a CPU limit, PWR from a UPS daemon...). Left out: PIPE and XFSZ
 # (Python ignores them: they become EPIPE/EFBIG), and the faults the kernel raises on the
 # wrapper's own instructions (SEGV, BUS, ILL, FPE, TRAP), where a handler that returns would
-# fault again forever.
+# fault again forever; and VTALRM, cronwrap's own: the CPU deadline of a regular expression
+# (redact.py, deadline.py), which only a signal can interrupt.
 FORWARDED_SIGNALS = tuple(
     sig for sig in (
         signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
         signal.SIGUSR2, signal.SIGALRM, signal.SIGABRT, getattr(signal, "SIGSTKFLT", None),
-        signal.SIGXCPU, signal.SIGVTALRM, signal.SIGPROF, signal.SIGIO,
+        signal.SIGXCPU, signal.SIGPROF, signal.SIGIO,
         getattr(signal, "SIGPWR", None), signal.SIGSYS,
         *range(getattr(signal, "SIGRTMIN", 0), getattr(signal, "SIGRTMAX", -1) + 1),
     ) if sig is not None
@@ -66,9 +67,10 @@ IGNORED_SIGNALS = (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
 
 _PIPE_SIZE = 1 << 20  # big pipe + big reads: ~1000 syscalls per GiB, no per-line work
 _READ_SIZE = 1 << 20
-# SIGCHLD only wakes the loop, so that orphans re-parented to us are reaped as they die and
-# cannot pile up as zombies while a long job runs.
-_WAKE_ONLY_SIGNALS = (signal.SIGCHLD,)
+# SIGCHLD only wakes the keeper, so that orphans re-parented to us are reaped as they die and
+# cannot pile up as zombies while a long job runs. VTALRM is caught so that one sent from
+# outside neither ends the wrapper nor reaches the job (deadline.py takes it while it times).
+_WAKE_ONLY_SIGNALS = (signal.SIGCHLD, signal.SIGVTALRM)
 _TICK = 0.01  # how often to look for leftovers while a tree is being ended
 _IDLE_TICK = 1.0  # reaping safety net when no SIGCHLD arrives (run() outside the main thread)
 _STOP_BYTE = b"\0"  # written to the self-pipe by request_stop(); no signal has number 0
@@ -126,7 +128,18 @@ class Outcome(Record):
 
 
 class Supervisor:
-    """Supervises one run of ``spec``; ``run()`` once, ``request_stop()`` from any thread."""
+    """Supervises one run of ``spec``; ``run()`` once, ``request_stop()`` from any thread.
+
+    Two loops share the run. The keeper (a thread of its own) owns the job's life: it waits
+    on the main process, the signals and the clock; it forwards signals, times out, ends the
+    tree and reaps. The calling thread owns the output: it reads the job's pipes, hands every
+    chunk to ``on_output`` (the capture, which redacts) and to passthrough, until the keeper
+    says the tree is gone. Nothing the output side does — a slow redaction, a stalled reader,
+    a disk that blocks — delays a timeout, a KILL or a forwarded signal; the keeper needs
+    only the interpreter, and every piece of output work that holds it is short (redact.py's
+    patterns are linear and operator patterns run under a CPU deadline, which is why the
+    output side is the main thread: only there can a signal interrupt a regular expression).
+    """
 
     def __init__(
         self,
@@ -158,7 +171,8 @@ class Supervisor:
         self._ending = False  # the first signal went to the tree
         self._kill_at: float | None = None
         self._escalating = False  # KILL until nothing is left
-        self._done = False
+        self._aborting = False  # the output side failed: KILL everything at once
+        self._keeper_error: BaseException | None = None
         self._timed_out = False
         self._stop_handled = False
         self._stopped_by_request = False
@@ -173,8 +187,9 @@ class Supervisor:
         wakeup_read, wakeup_write = procs.pipe(nonblock=True)
         with self._stop_lock:
             self._wakeup_write = wakeup_write
-        # Before the subreaper: the sentinel must not become one of our children.
-        self._sentinel = _start_sentinel(self.spec)
+        # Before the subreaper: the sentinel must not become one of our children. As PID 1
+        # there is none to start: when init dies, the kernel KILLs its whole PID namespace.
+        self._sentinel = None if procs.is_init() else _start_sentinel(self.spec)
         try:
             with _SignalsToPipe(wakeup_write), procs.Subreaper() as subreaper:
                 self._subreaper = subreaper.active
@@ -192,11 +207,16 @@ class Supervisor:
         with self._stop_lock:
             if self._stop_reason is None:
                 self._stop_reason = reason
+        self._wake()
+
+    def _wake(self) -> None:
+        """Wake the keeper: a stop request or an abort is waiting for it."""
+        with self._stop_lock:
             if self._wakeup_write is not None:
                 try:
                     os.write(self._wakeup_write, _STOP_BYTE)
                 except BlockingIOError:
-                    pass  # the pipe is full, so the loop wakes anyway and sees the reason
+                    pass  # the pipe is full, so the keeper wakes anyway
 
     # ---- one run ------------------------------------------------------------------------
 
@@ -207,16 +227,32 @@ class Supervisor:
         if spawn_failure is not None:
             spawn_failure.duration = time.monotonic() - started
             return spawn_failure
+        gone_read, gone_write = procs.pipe(nonblock=True)
+        keeper = threading.Thread(target=self._keep, args=(wakeup_read, gone_write, started),
+                                  name="cronwrap-keeper", daemon=True)
         try:
             if self._on_spawn is not None:
                 self._on_spawn(self._tree.leader)
-            self._check_stop_request()  # request_stop() may have come before the spawn
-            self._supervise(wakeup_read, started)
+            keeper.start()
+            self._pump_output(gone_read)
         except BaseException:
-            self._abort()
+            self._aborting = True
+            if keeper.is_alive():
+                self._wake()
+            else:  # on_spawn failed: the keeper never started
+                self._abort()
             raise
         finally:
+            if keeper.ident is not None:
+                keeper.join()
+            os.close(gone_read)
+            os.close(gone_write)
             self._close_job_fds()
+            if self._pidfd is not None:
+                os.close(self._pidfd)
+                self._pidfd = None
+        if self._keeper_error is not None:
+            raise self._keeper_error
         return self._outcome(time.monotonic() - started)
 
     def _spawn(self) -> Outcome | None:
@@ -245,62 +281,41 @@ class Supervisor:
         self._pidfd = procs.open_pidfd(self._main_pid)  # None: fall back to ticking waitpid()
         return None
 
+    # ---- the keeper: the job's life -----------------------------------------------------
+
+    def _keep(self, wakeup_read: int, gone_write: int, started: float) -> None:
+        """The keeper thread: supervise until the tree is gone, then tell the output side."""
+        try:
+            self._check_stop_request()  # request_stop() may have come before the spawn
+            self._supervise(wakeup_read, started)
+        except BaseException as exc:  # a bug here must never leave the job unsupervised
+            self._keeper_error = exc
+            self._abort()
+        finally:
+            os.write(gone_write, b"\0")
+
     def _supervise(self, wakeup_read: int, started: float) -> None:
         deadline = started + self.spec.timeout if self.spec.timeout > 0 else None
-        while not self._done:
-            poller, writable = self._poll_set(wakeup_read)
+        while True:
+            poller = select.poll()
+            poller.register(wakeup_read, select.POLLIN)
+            if self._pidfd is not None:
+                poller.register(self._pidfd, select.POLLIN)
             for fd, _events in poller.poll(self._poll_timeout_ms(deadline)):
                 if fd == wakeup_read:
                     self._handle_wakeups(wakeup_read)
-                elif fd in self._pipes:
-                    self._pass_output(fd)
-                elif fd in writable:
-                    self._passthrough.send(writable[fd])
+            if self._aborting:
+                return self._abort()
             if deadline is not None and time.monotonic() >= deadline and not self._ending:
                 self._on_timeout()
-            self._advance()
-            self._close_unread_pipes()
+            if self._advance():
+                return
             if self._main_status is not None and self._pidfd is not None:
                 os.close(self._pidfd)  # it stays readable forever once the main exited
                 self._pidfd = None
-        self._drain_output()
-
-    def _poll_set(self, wakeup_read: int) -> tuple[select.poll, dict[int, int]]:
-        """What to wait for now: the job's pipes (unless passthrough is backed up: the job
-        then waits on its write, as it would on a slow reader without cronwrap), cronwrap's
-        own stdout/stderr when output waits for them, the wake-up pipe and the pidfd."""
-        poller = select.poll()
-        passthrough = self._passthrough
-        for fd, target in self._pipes.items():
-            if passthrough is None or not passthrough.full(target):
-                poller.register(fd, select.POLLIN)
-        writable = passthrough.waiting() if passthrough is not None else {}
-        for fd in writable:
-            poller.register(fd, select.POLLOUT)
-        poller.register(wakeup_read, select.POLLIN)
-        if self._pidfd is not None:
-            poller.register(self._pidfd, select.POLLIN)
-        return poller, writable
-
-    def _close_unread_pipes(self) -> None:
-        """A stream whose reader went away (EPIPE) is closed to the job after what it holds
-        now is captured: the job's next write fails as it would without cronwrap."""
-        if self._passthrough is None:
-            return
-        for fd, target in list(self._pipes.items()):
-            if target in self._passthrough.gone:
-                budget = _PIPE_SIZE
-                while budget > 0 and select.select([fd], [], [], 0)[0]:
-                    n = self._pass_output(fd)
-                    if n == 0:
-                        break
-                    budget -= n
-                if fd in self._pipes:
-                    os.close(fd)
-                    del self._pipes[fd]
 
     def _poll_timeout_ms(self, deadline: float | None) -> int:
-        """Milliseconds until the next thing to do, if no fd becomes ready first."""
+        """Milliseconds until the next thing to do, if nothing wakes the keeper first."""
         now = time.monotonic()
         waits = [_IDLE_TICK]
         if deadline is not None and not self._ending:
@@ -311,8 +326,8 @@ class Supervisor:
             waits.append(_TICK)  # leftovers are not our pidfd: look for them regularly
         return max(0, math.ceil(min(waits) * 1000))
 
-    def _advance(self) -> None:
-        """Reap, escalate when it is time, and notice when the tree is gone."""
+    def _advance(self) -> bool:
+        """Reap, escalate when it is time; True once the tree is gone."""
         if self._kill_at is not None and time.monotonic() >= self._kill_at:
             self._escalating = True
         main_was_running = self._main_status is None
@@ -322,11 +337,12 @@ class Supervisor:
         if self._main_status is None:
             if self._escalating:
                 self._kill_remaining()
-            return
+            return False
         if not children_left:
-            self._done = True
-        elif self._escalating:
+            return True
+        if self._escalating:
             self._kill_remaining()
+        return False
 
     def _on_main_exit(self, children_left: bool) -> bool:
         """Decide what happens to what the main process left behind; False when nothing is."""
@@ -339,7 +355,6 @@ class Supervisor:
             return True
         self._orphans = len(self._tree.members())
         if self.spec.leave_orphans:
-            self._done = True
             return False
         self._begin_ending(self.spec.kill_after or self.spec.orphan_grace)
         return True
@@ -418,7 +433,53 @@ class Supervisor:
                 return
             time.sleep(_TICK / 10)
 
-    # ---- output -------------------------------------------------------------------------
+    # ---- the output side ----------------------------------------------------------------
+
+    def _pump_output(self, gone_read: int) -> None:
+        """Pass the job's output on until the keeper says the tree is gone, then what the
+        pipes still hold."""
+        while True:
+            poller, writable = self._poll_set(gone_read)
+            for fd, _events in poller.poll():
+                if fd == gone_read:
+                    return self._drain_output()
+                if fd in self._pipes:
+                    self._pass_output(fd)
+                elif fd in writable:
+                    self._passthrough.send(writable[fd])
+            self._close_unread_pipes()
+
+    def _poll_set(self, gone_read: int) -> tuple[select.poll, dict[int, int]]:
+        """What to wait for now: the job's pipes (unless passthrough is backed up: the job
+        then waits on its write, as it would on a slow reader without cronwrap), cronwrap's
+        own stdout/stderr when output waits for them, and the keeper's word."""
+        poller = select.poll()
+        passthrough = self._passthrough
+        for fd, target in self._pipes.items():
+            if passthrough is None or not passthrough.full(target):
+                poller.register(fd, select.POLLIN)
+        writable = passthrough.waiting() if passthrough is not None else {}
+        for fd in writable:
+            poller.register(fd, select.POLLOUT)
+        poller.register(gone_read, select.POLLIN)
+        return poller, writable
+
+    def _close_unread_pipes(self) -> None:
+        """A stream whose reader went away (EPIPE) is closed to the job after what it holds
+        now is captured: the job's next write fails as it would without cronwrap."""
+        if self._passthrough is None:
+            return
+        for fd, target in list(self._pipes.items()):
+            if target in self._passthrough.gone:
+                budget = _PIPE_SIZE
+                while budget > 0 and select.select([fd], [], [], 0)[0]:
+                    n = self._pass_output(fd)
+                    if n == 0:
+                        break
+                    budget -= n
+                if fd in self._pipes:
+                    os.close(fd)
+                    del self._pipes[fd]
 
     def _pass_output(self, fd: int) -> int:
         """Pass one chunk on (closing the pipe at EOF); the number of bytes passed."""
@@ -457,9 +518,6 @@ class Supervisor:
         for fd in self._pipes:
             os.close(fd)
         self._pipes = {}
-        if self._pidfd is not None:
-            os.close(self._pidfd)
-            self._pidfd = None
 
     def _outcome(self, duration: float) -> Outcome:
         status = self._main_status
@@ -492,7 +550,15 @@ def supervise(
 
 class _SignalsToPipe:
     """While active, forwarded and ignored signals and SIGCHLD write their number to
-    ``wakeup_write`` (the loop forwards the first kind and drops the last).
+    ``wakeup_write`` (the keeper forwards the first kind and drops the others).
+
+    A signal that was ignored when cronwrap started (``nohup``, ``&`` in a script) stays
+    ignored, by cronwrap and by the job, which inherits the disposition at exec, as under GNU
+    ``timeout``: a manual re-run started with ``nohup`` over SSH survives the hangup. SIGCHLD
+    is caught whatever it was (ignored, children would reap themselves and the job's status
+    would be lost), and keeps a handler that does nothing afterwards instead of going back to
+    the default: a SIGCHLD that arrived while its handler was being reset would make Python
+    print "Signal 17 ignored due to race condition" (the two are equivalent for SIGCHLD).
 
     Outside the main thread Python cannot install handlers; the job then still runs, it just
     gets no forwarded signals.
@@ -511,7 +577,12 @@ class _SignalsToPipe:
         except ValueError:
             return  # not the main thread
         for signum in (*FORWARDED_SIGNALS, *_WAKE_ONLY_SIGNALS, *IGNORED_SIGNALS):
-            self._previous_handlers[signum] = signal.signal(signum, _note_signal)
+            previous = signal.getsignal(signum)
+            if previous is signal.SIG_IGN and signum not in _WAKE_ONLY_SIGNALS:
+                continue
+            signal.signal(signum, _note_signal)
+            if not (signum == signal.SIGCHLD and previous is signal.SIG_DFL):
+                self._previous_handlers[signum] = previous
 
     def __exit__(self, *exc_info: object) -> None:
         for signum, handler in self._previous_handlers.items():
@@ -522,7 +593,7 @@ class _SignalsToPipe:
 
 
 def _note_signal(signum: int, frame: object) -> None:
-    """The wakeup fd already carries the signal number to the poll loop; nothing to do here."""
+    """The wakeup fd already carries the signal number to the keeper; nothing to do here."""
 
 
 # ---- spawning ----------------------------------------------------------------------------

@@ -262,8 +262,7 @@ def test_a_vanished_reader_gives_the_job_sigpipe_at_once(cw):
 
 # -- 7. signals that would kill the wrapper are forwarded to the job -------------------------
 
-ODD_SIGNALS = ["SIGALRM", "SIGXCPU", "SIGVTALRM", "SIGPROF", "SIGIO", "SIGPWR", "SIGSYS",
-               "SIGRTMIN"]
+ODD_SIGNALS = ["SIGALRM", "SIGXCPU", "SIGPROF", "SIGIO", "SIGPWR", "SIGSYS", "SIGRTMIN"]
 
 
 @pytest.mark.parametrize("name", ODD_SIGNALS)
@@ -283,6 +282,22 @@ def test_terminating_signals_are_forwarded_and_supervision_goes_on(cw, tmp_path,
     assert got.read_text() == "got\n"
     finish = [e for e in events(cw.home / "logs") if e["event"] == "finish"][-1]
     assert finish["forwarded"] == [signum]
+
+
+def test_vtalrm_is_the_wrappers_own_and_neither_ends_it_nor_reaches_the_job(cw, tmp_path):
+    """VTALRM times cronwrap's own regular expressions (deadline.py); one sent from outside
+    is dropped."""
+    ready = tmp_path / "ready"
+    got = tmp_path / "got"
+    job = ["sh", "-c", f"trap 'echo got > {got}; exit 9' VTALRM; touch {ready}; sleep 1; exit 4"]
+    proc = cw.popen("run", "-n", "j", "--", *job)
+    try:
+        wait_for(ready.exists, what="the job")
+        proc.send_signal(signal.SIGVTALRM)
+        assert proc.wait(timeout=20) == 4
+    finally:
+        kill_wrapper(proc)
+    assert not got.exists()
 
 
 def test_job_control_signals_do_not_stop_the_wrapper(cw, tmp_path):

@@ -42,7 +42,22 @@ DESCRIPTION: tuple[Block, ...] = (
     "job, and cronwrap goes on supervising it: every signal that would otherwise end the "
     "wrapper and leave its job running without a timeout. A job that handles one and exits "
     f"by itself returns its own status. {signal_names(supervise.IGNORED_SIGNALS)} are ignored "
-    "while the job runs: job control must not stop the wrapper of a job that runs on.",
+    "while the job runs: job control must not stop the wrapper of a job that runs on. A "
+    "signal that was already ignored when cronwrap started (`nohup`, `&` in a script) stays "
+    "ignored, by cronwrap and by the job, as under timeout(1): a re-run started with `nohup` "
+    "over SSH survives the hangup. VTALRM is cronwrap's own (it times the matching of "
+    "`--redact` patterns) and is neither forwarded nor fatal.",
+    "Supervision never waits for the output: one thread of the wrapper keeps the job (the "
+    "timeout, KILL, forwarded signals, reaping) while another reads, captures, redacts and "
+    "passes on its output, and the lease is renewed by a third. A job that prints what is "
+    "slow to redact, or a reader that stalls, slows the output, never the timeout or the "
+    "lease.",
+    "As PID 1 of a container (`docker run`, a Kubernetes entrypoint, `unshare --pid --fork`) "
+    "cronwrap is the init of its job: it reaps every process re-parented to it, finds the "
+    "job's tree through its own /proc or, when the container shares the host's /proc, by "
+    "translating the host's process IDs to the container's, and keeps the exit statuses of "
+    "timeout(1). When it exits, the kernel ends whatever is left in the container, "
+    "`--leave-orphans` included.",
     "The job's output reaches cronwrap's own standard output and error without ever blocking "
     "the wrapper: a reader slower than the job makes the job wait on its writes, as it would "
     "without cronwrap, while timeouts, signals and the lease go on. Once the job has ended, "

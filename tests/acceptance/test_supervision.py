@@ -1,0 +1,133 @@
+"""Supervision is never hostage (issue 20): whatever the job's output, its signals, the
+process cronwrap runs as (a container's PID 1) or the death of the wrapper, the timeout, the
+KILL, the lease and the job's signal dispositions hold. Through the installed executable."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tests.acceptance.conftest import alive, wait_for
+from tests.acceptance.test_faults import kill_wrapper
+from tests.needs import missing
+
+
+def history(cw, name: str, env: dict | None = None) -> list[dict]:
+    return cw.json("history", name, "--json", env=env)
+
+
+# -- PID 1 of a container -------------------------------------------------------------------
+# Both ways a container is started: with a /proc of its own (what Docker and Kubernetes give
+# an entrypoint), and with the host's /proc, whose PIDs are not the container's.
+
+PID1 = {"own-proc": ["unshare", "--kill-child", "--pid", "--fork", "--mount-proc"],
+        "host-proc": ["unshare", "--kill-child", "--pid", "--fork"]}
+
+
+@pytest.fixture(params=sorted(PID1))
+def as_pid1(request) -> list[str]:
+    prefix = PID1[request.param]
+    probe = subprocess.run([*prefix, "sh", "-c", "test $$ = 1"], capture_output=True)
+    if probe.returncode != 0:
+        missing(f"cannot start a PID namespace ({probe.stderr.decode().strip()})",
+                "PID 1 tests (they need root and unshare)")
+    return prefix
+
+
+def run_as_pid1(cw, prefix: list[str], *args: str) -> tuple[int, float, bytes]:
+    started = time.monotonic()
+    proc = subprocess.run([*prefix, *cw.argv, "run", *args], env=cw.env(),
+                          capture_output=True, timeout=30)
+    return proc.returncode, time.monotonic() - started, proc.stderr
+
+
+def test_as_pid1_a_job_that_ends_at_once_ends_the_wrapper_at_once(cw, as_pid1):
+    """It used to wait forever (host /proc) or 5 s (own /proc): its own sentinel, re-parented
+    to it, was taken for a leftover of the job."""
+    rc, took, err = run_as_pid1(cw, as_pid1, "-n", "p", "--", "true")
+    assert rc == 0, err
+    assert took < 2.0
+    assert [r["status"] for r in history(cw, "p")] == ["succeeded"]
+
+
+def test_as_pid1_a_timeout_is_124(cw, as_pid1):
+    rc, took, err = run_as_pid1(cw, as_pid1, "-n", "p", "--timeout", ".1", "--", "sleep", "10")
+    assert rc == 124, err
+    assert took < 3.0
+    (run,) = history(cw, "p")
+    assert (run["status"], run["exit_code"]) == ("timeout", 124)
+
+
+def test_as_pid1_leftovers_are_still_ended_and_counted(cw, as_pid1, tmp_path):
+    """As PID 1 with either /proc, the job's tree is still found: an orphan that left the
+    session and ignores TERM is KILLed and counted, never taken for cronwrap's own."""
+    rc, took, err = run_as_pid1(
+        cw, as_pid1, "-n", "p", "--kill-after", "0.5", "--", "sh", "-c",
+        "setsid sh -c 'trap \"\" TERM; sleep 30' & sleep 0.3; exit 3")
+    assert rc == 3, err
+    assert took < 10.0
+    finish = [e for e in events(cw) if e["event"] == "finish"][-1]
+    assert finish["orphans"] >= 1
+
+
+def events(cw) -> list[dict]:
+    from cronwrap.runlog import read_events
+
+    return read_events(cw.home / "logs")
+
+
+# -- signal dispositions ---------------------------------------------------------------------
+
+def test_a_signal_ignored_at_start_stays_ignored_for_the_wrapper_and_the_job(cw, tmp_path):
+    """`nohup cronwrap run … &` over SSH, then the session hangs up: GNU timeout keeps the
+    ignored disposition (coreutils tests/timeout/timeout-group), and so does cronwrap."""
+    ready = tmp_path / "ready"
+    done = tmp_path / "done"
+    proc = subprocess.Popen(
+        ["nohup", *cw.argv, "run", "-n", "h", "--", "sh", "-c",
+         f"touch {ready}; sleep 1; echo done > {done}"],
+        env=cw.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        wait_for(ready.exists, what="the job")
+        os.killpg(proc.pid, signal.SIGHUP)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        kill_wrapper(proc)
+    assert done.read_text() == "done\n"
+    (run,) = history(cw, "h")
+    assert run["status"] == "succeeded"
+
+
+def test_a_signal_not_ignored_at_start_is_still_forwarded(cw, tmp_path):
+    ready = tmp_path / "ready"
+    proc = cw.popen("run", "-n", "h", "--", "sh", "-c", f"touch {ready}; sleep 30")
+    try:
+        wait_for(ready.exists, what="the job")
+        proc.send_signal(signal.SIGHUP)
+        assert proc.wait(timeout=20) == 128 + signal.SIGHUP
+    finally:
+        kill_wrapper(proc)
+
+
+# -- the wrapper SIGKILLed -------------------------------------------------------------------
+
+def test_a_term_ignoring_descendant_that_left_the_session_is_killed_after_the_wrapper_dies(
+        cw, tmp_path):
+    """The sentinel KILLs, after the grace, every process it sent TERM to, even one that left
+    the job's session and whose parent has died (it is then nobody's descendant it can find),
+    so the flock it inherited is released and the next firing runs."""
+    pid_file = tmp_path / "pid"
+    job = (f"setsid sh -c 'trap \"\" TERM HUP; echo $$ > {pid_file}; exec sleep 40' & wait")
+    wrapper = cw.popen("run", "-n", "g", "--kill-after", "1", "--", "sh", "-c", job)
+    try:
+        descendant = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(),
+                                  what="the descendant"))
+    finally:
+        kill_wrapper(wrapper)
+    wait_for(lambda: not alive(descendant), timeout=15, what="the descendant's end")
+    assert cw("run", "-n", "g", "--", "true").returncode == 0
+    assert [r["status"] for r in history(cw, "g")][0] == "succeeded"  # ran: the lock was free
