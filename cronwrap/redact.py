@@ -354,10 +354,12 @@ def _without_overlaps(spans: list[Span]) -> list[Span]:
 def _cut(safe: int, spans: list[Span], reach: int) -> int:
     """``safe`` moved back to the start of any match it would cut (from its anchor to its end,
     so a keyword stays with its value), and of any match that one would then cut, in one pass:
-    at most ``reach`` bytes back (a longer match, only an operator's, is hidden up to the cut
-    and its rest seen anew)."""
+    at most ``reach`` bytes back but for a private key block, kept whole (a longer match, only
+    an operator's on a line longer than 2 × CARRY, is hidden up to the cut and its rest seen
+    anew: what is held back stays bounded)."""
     lo = hi = -1
-    for anchor, end in sorted((s[3], s[1]) for s in spans if safe - reach <= s[3] < safe):
+    for anchor, end in sorted((s[3], s[1]) for s in spans
+                              if s[3] < safe and (safe - reach <= s[3] or s[2] == PEM_MARK)):
         if anchor >= hi:  # the matches that overlap one another, as one stretch (lo, hi)
             if lo < safe < hi:
                 break

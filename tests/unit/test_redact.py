@@ -284,15 +284,20 @@ def test_a_stream_reads_each_byte_a_bounded_number_of_times_whatever_its_reads(u
     assert b"QUFB" not in out and len(out) > 0
 
 
-def test_a_key_body_longer_than_the_wait_never_shows_whatever_the_reads():
+def test_a_key_body_never_shows_whatever_the_reads():
     """Past MAX_PEM the block is hidden to its END line: its later lines never show (they
-    did, 64 bytes of each read at a time)."""
+    did, 64 bytes of each read at a time); a block on a line longer than the carry is kept
+    whole too."""
     stream = Redactor().stream()
     out = stream.feed(b"-----BEGIN PRIVATE KEY-----\n" + b"QUFB\n" * (MAX_PEM // 5 + 10))
     out += stream.feed(b"SECRETBODY\n" * 3) + stream.feed(b"SECRET")
     out += stream.feed(b"BODY\n-----END PRIV") + stream.feed(b"ATE KEY-----\nafter\n") + stream.flush()
     assert b"SECRET" not in out and b"BODY" not in out and b"QUFB" not in out, out
     assert out == b"-----BEGIN PRIVATE KEY-----\n***\n-----END PRIVATE KEY-----\nafter\n"
+    stream = Redactor().stream()
+    out = stream.feed(b"-----BEGIN PRIVATE KEY-----\n" + b"Q" * 20000 + b"-----END PRIVATE KEY-----")
+    out += stream.feed(b" tail\n") + stream.flush()
+    assert out == b"-----BEGIN PRIVATE KEY-----\n***\n-----END PRIVATE KEY----- tail\n"
 
 
 # -- issue 20 §1: the operator's patterns get a budget ---------------------------------------
