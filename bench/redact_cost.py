@@ -4,7 +4,6 @@ per MiB of adversarial input for each built-in rule (issue 20 §1).
     python3 bench/redact_cost.py                  # this checkout
     python3 bench/redact_cost.py --src DIR        # another checkout's cronwrap (before/after)
     python3 bench/redact_cost.py --only jwt url   # some cases
-    python3 bench/redact_cost.py --size 262144    # bytes per adversarial case (default 1 MiB)
 
 Each case runs in a child process with a CPU limit (--cap seconds, default 60): a case that
 reaches it prints ">cap". The input goes through ``Redactor().stream()`` as the capture feeds
@@ -15,7 +14,6 @@ Nothing here is asserted; figures are CPU seconds (user + system) of the child.
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import subprocess
 import sys
@@ -33,46 +31,23 @@ def rep(unit: bytes, size: int) -> bytes:
     return (unit * (size // len(unit) + 1))[:size]
 
 
-# name -> (input of about `size` bytes, read size)
-CASES = {
-    "ordinary": lambda n: (rep(LINE, n), MIB),
-    "ordinary-zeros": lambda n: (bytes(n), MIB),
-    "url": lambda n: (rep(b"://a:", n), MIB),
-    "url-lines": lambda n: (rep(b"x://a:" + b"b" * 200 + b"\n", n), MIB),
-    "url-at": lambda n: (rep(b"://a:b@", n), MIB),
-    "keyword": lambda n: (rep(b"password=", n), MIB),
-    "keyword-quote": lambda n: (rep(b'password: "', n), MIB),
-    "keyword-bare": lambda n: (rep(b"passw", n), MIB),
-    "keyword-spaces": lambda n: (rep(b"password" + b" " * 60, n), MIB),
-    "authorization": lambda n: (rep(b"authorization: bearer ", n), MIB),
-    "bearer": lambda n: (rep(b"bearer ", n), MIB),
-    "aws": lambda n: (rep(b"AKIA", n), MIB),
-    "github": lambda n: (rep(b"ghp_" + b"a" * 35 + b"_", n), MIB),
-    "github-pat": lambda n: (rep(b"github_pat_", n), MIB),
-    "gitlab": lambda n: (rep(b"glpat-", n), MIB),
-    "slack": lambda n: (rep(b"xoxb-", n), MIB),
-    "slack-app": lambda n: (rep(b"xapp-", n), MIB),
-    "jwt": lambda n: (rep(b"eyJ", n), MIB),
-    "jwt-dots": lambda n: (rep(b"eyJaaaaa.", n), MIB),
-    "pem-begins": lambda n: (rep(b"-----BEGIN PRIVATE KEY-----\n", n), MIB),
-    "pem-begin-one-line": lambda n: (rep(b"-----BEGIN PRIVATE KEY-----", n), MIB),
-    "pem-near-miss": lambda n: (rep(b"-----BEGIN " + b"A" * 29 + b" ", n), MIB),
-    "dashes": lambda n: (b"-" * n, MIB),
-    "newlines": lambda n: (b"\n" * n, MIB),
-    "mysql": lambda n: (rep(b"mysql ", n), MIB),
-    "curl": lambda n: (rep(b"curl ", n), MIB),
-    "curl-u": lambda n: (rep(b"curl -u ", n), MIB),
-    "password-option": lambda n: (rep(b"--password ", n), MIB),
-    "slow-writer-long-line": lambda n: (b"a" * n, 64),
-    "slow-writer-pem": lambda n: (b"-----BEGIN PRIVATE KEY-----\n" + rep(b"QUFB\n", n), 64),
-}
+def cases() -> dict[str, tuple[bytes, int]]:
+    """name -> (input, read size): ordinary output (64 MiB), each rule's adversarial inputs of
+    tests/unit/test_redact.py (1 MiB), and two slow writers (reads of 64 bytes)."""
+    from tests.unit.test_redact import ADVERSARIAL
+
+    found = {"ordinary": (rep(LINE, 64 * MIB), MIB), "ordinary-zeros": (bytes(64 * MIB), MIB)}
+    found.update((name, (data, MIB)) for name, data in ADVERSARIAL.items())
+    found["slow-writer-long-line"] = (b"a" * MIB, 64)
+    found["slow-writer-pem"] = (b"-----BEGIN PRIVATE KEY-----\n" + rep(b"QUFB\n", MIB), 64)
+    return found
 
 
-def child(src: str, name: str, size: int) -> None:
-    sys.path.insert(0, src)
+def child(src: str, name: str) -> None:
+    sys.path[:0] = [src, str(Path(__file__).resolve().parents[1])]
     from cronwrap.redact import Redactor
 
-    data, read = CASES[name](size)
+    data, read = cases()[name]
     stream = Redactor().stream()
     before = time.process_time()
     for at in range(0, len(data), read):
@@ -81,12 +56,12 @@ def child(src: str, name: str, size: int) -> None:
     print(f"{time.process_time() - before:.4f}")
 
 
-def measure(src: str, name: str, size: int, cap: int) -> str:
+def measure(src: str, name: str, cap: int) -> str:
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (cap, cap + 1))
 
-    proc = subprocess.run([sys.executable, __file__, "--child", name, "--src", src,
-                           "--size", str(size)], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, __file__, "--child", name, "--src", src],
+                          capture_output=True, text=True,
                           preexec_fn=limit)
     if proc.returncode != 0:
         return ">cap" if proc.returncode in (-9, -24) else f"error {proc.stderr.strip()[-200:]}"
@@ -96,19 +71,18 @@ def measure(src: str, name: str, size: int, cap: int) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--src", default=str(Path(__file__).resolve().parents[1]))
-    parser.add_argument("--size", type=int, default=MIB)
     parser.add_argument("--cap", type=int, default=60)
-    parser.add_argument("--only", nargs="*", choices=list(CASES))
-    parser.add_argument("--child", choices=list(CASES), help=argparse.SUPPRESS)
+    parser.add_argument("--only", nargs="*")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.src, args.child, args.size)
+        child(args.src, args.child)
         return 0
-    print(f"{'case':24} CPU s for {args.size} bytes   (ordinary: also s/GiB)")
-    for name in args.only or CASES:
-        size = 64 * MIB if name.startswith("ordinary") else args.size
-        cpu = measure(args.src, name, size, args.cap)
-        extra = f"   = {float(cpu) * (1 << 30) / size:.2f} s/GiB" \
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    print(f"{'case':24} CPU seconds (ordinary: for 64 MiB, and per GiB; others: for 1 MiB)")
+    for name in args.only or cases():
+        cpu = measure(args.src, name, args.cap)
+        extra = f"   = {float(cpu) * 16:.2f} s/GiB" \
             if name.startswith("ordinary") and cpu[0].isdigit() else ""
         print(f"{name:24} {cpu}{extra}", flush=True)
     return 0

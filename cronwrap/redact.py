@@ -104,11 +104,13 @@ _SCHEME = rb"(?:(?:bearer|basic|token|digest|negotiate)[ \t]{1,16}+)?"
 _KEY_OP = rb"""[\w.-]{0,30}+["']?[ \t]{0,3}+(?:=>|:=|[=:])[ \t]{0,3}+"""
 
 
-def _command(name: bytes, option: bytes, suffix: bytes = rb"[\w.-]{0,32}+") -> bytes:
-    """``name`` as a command (at a word's start: ``mysql``, ``/usr/bin/mysqldump``), then up to
-    12 of its words before ``option``: a start reads at most its 12 words, and is tried only
-    where a word begins, so a byte is read by at most 13 starts."""
-    return (name + rb"(?<![\w.-]" + name + rb")" + suffix
+def _command(names: tuple[bytes, ...], option: bytes, suffix: bytes = rb"[\w.-]{0,32}+") -> bytes:
+    """One of ``names`` as a command (at a word's start: ``mysql``, ``/usr/bin/mysqldump``),
+    then up to 12 of its words before ``option``: a start reads at most its 12 words, and is
+    tried only where a word begins, so a byte is read by at most 13 starts. (Names that share
+    their first letter share one prefix search.)"""
+    name = rb"|".join(n + rb"(?<![\w.-]" + n + rb")" for n in names)
+    return (rb"(?:" + name + rb")" + suffix
             + rb"(?:[ \t]{1,8}+(?![\"']?" + option + rb")\S{1,200}+){0,12}+"
             + rb"[ \t]{1,8}+[\"']?" + option)
 
@@ -133,9 +135,9 @@ _RULES: tuple[tuple[bool, bytes, bytes | None], ...] = (
     (True, rb"--pass(?:word|wd|phrase)?(?:[ \t]{1,8}+|=)" + _value(_ARG), None),
     # mysql -pX (and mysqldump, mysqladmin, mariadb...): only on their command lines, since
     # elsewhere -p is a port, a path or a flag (patch -p1, find -print, gcc -pthread).
-    *((False, _command(name, rb"-p") + _value(_ARG), None) for name in (rb"mysql", rb"mariadb")),
+    (False, _command((rb"mysql", rb"mariadb"), rb"-p") + _value(_ARG), None),
     # curl -u user:X, -uuser:X, --user user:X, -U/--proxy-user user:X
-    (False, _command(rb"curl", rb"(?:-[uU]|--(?:proxy-)?user[ \t=])", b"")
+    (False, _command((rb"curl",), rb"(?:-[uU]|--(?:proxy-)?user[ \t=])", b"")
      + rb"[ \t]{0,8}+[\"']?[^\s:\"']{0,256}+:" + _value(_ARG), None),
     # Token shapes: a start that fails has read fewer bytes than the shape's shortest length.
     (False, rb"A[KS]IA[0-9A-Z]{16}", None),  # AWS access key IDs: long-term and temporary
