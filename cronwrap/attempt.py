@@ -18,6 +18,7 @@ from cronwrap.lease import Heartbeat
 from cronwrap.durations import format_duration
 from cronwrap.ledger.base import Claim, Finish, Reason, Run, Status
 from cronwrap.paths import ensure_private_dir, file_name, open_private
+from cronwrap.deadline import CpuBudget
 from cronwrap.redact import Redactor, secret_values
 from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.runlog import Event, OutputCapture, output_path, prune_event_logs, prune_outputs
@@ -54,7 +55,7 @@ def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
     log_file = output_path(inv.log_dir, spec.name, log_id, run.attempt)
     zone = inv.timing.schedule.zone if inv.timing.schedule else cron_zone(inv.environ)
     env = job_environment(inv.environ, spec.env_extra, run, spec.host, zone)
-    inv.redactor = Redactor(secret_values(env), spec.redact or ())
+    inv.redactor = Redactor(secret_values(env), spec.redact or (), guard=CpuBudget())
     capture = open_capture(inv, log_file)
     inv.event(Event.START, run=run, fence=run.fence, took_over=claim.took_over,
               recorded=ledger is not None)

@@ -383,9 +383,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("keep-logs", "Remove captured output and rotated run logs older than this.",
            "Output", duration, "DURATION", 30 * 86400.0),
     Option("redact", "Also hide what this regular expression (Python re syntax) matches in "
-           "the job's output, wherever cronwrap keeps or sends it (captured output, the "
-           "ledger's error tail, hooks, pings), as it hides secrets it knows (see REDACTION). "
-           "Repeatable; a list in the config file, one pattern per line in the environment.",
+           "each line of the job's output, wherever cronwrap keeps or sends it (captured "
+           "output, the ledger's error tail, hooks, pings), as it hides secrets it knows. A "
+           "pattern that could take exponential time is refused, and patterns run under a CPU "
+           "budget (see REDACTION). Repeatable; a list in the config file, one pattern per line "
+           "in the environment.",
            "Output", redact_patterns, "REGEX", repeat=True),
     Option("env-file", "Read KEY=VALUE lines into the job's environment (for cron's short "
            "PATH). Values are never logged.", "Environment", path, "PATH"),

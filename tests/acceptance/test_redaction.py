@@ -189,3 +189,78 @@ PY
     assert b" postgresql://app:***\n[cronwrap: " in log  # the head ends inside the password
     assert b"bytes omitted" in log and b"]\n***" in log  # the tail begins inside the other
 
+
+
+# -- issue 20 §5: the shapes the documentation promises to hide ------------------------------
+
+SHAPES = (  # (what the job prints, the parts of its secret that must not be kept, what is)
+    ("postgresql://app:pa/ss99word@db/x", ("pa/ss", "ss99word"), "postgresql://app:***@db/x"),
+    ("postgresql://app:pa@ss88word@db/x", ("ss88word",), "postgresql://app:***@db/x"),
+    ('{"password": "correct horse battery"}', ("correct", "horse", "battery"),
+     '{"password": "***"}'),
+    ('password: "two words"', ("two", "words"), 'password: "***"'),
+    ("mysql --password hunter2xyz", ("hunter2xyz",), "mysql --password ***"),
+    ("mysql -phunter5xyz", ("hunter5xyz",), "mysql -p***"),
+    ("curl -u admin:hunter6xyz https://x", ("hunter6xyz",), "curl -u admin:*** https://x"),
+    ("password => 'hunter3xyz'", ("hunter3xyz",), "password => '***'"),
+)
+
+
+def test_every_shape_the_docs_promise_to_hide_is_hidden_in_the_capture_and_the_ledger(cw, tmp_path):
+    printed = tmp_path / "printed.txt"
+    printed.write_text("".join(f"{text}\n" for text, _, _ in SHAPES))
+    proc = cw("run", "-n", "shapes", "--output", "quiet", "--", "sh", "-c",
+              f"cat {printed}; exit 4")
+    assert proc.returncode == 4
+    parts = [p.encode() for _, secret, _ in SHAPES for p in secret]
+    for path, data in every_file(cw.home).items():  # the capture, the ledger, the run log
+        assert not [p for p in parts if p in data], path
+    log = cw("logs", "shapes").stdout.decode()
+    tail = cw.json("history", "shapes", "--json")[0]["error_tail"]
+    for _, _, kept in SHAPES:
+        assert kept in log and kept in tail, (kept, log)
+
+
+# -- issue 20 §1: the operator's patterns get a budget ---------------------------------------
+
+def test_a_redact_pattern_that_can_take_exponential_time_is_refused_with_one_line(cw, tmp_path):
+    proc = cw("run", "-n", "x", "--redact", "(x+x+)+y", "--", "true")
+    assert proc.returncode == 125 and proc.stdout == b""
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 1 and "--redact: '(x+x+)+y' could take exponential time" in lines[0]
+    assert "possessive" in lines[0]
+    config = tmp_path / "config.toml"
+    config.write_text('[jobs.x]\nredact = ["ACME-[0-9]{6}", "(a|aa)*b"]\n')
+    config.chmod(0o600)
+    proc = cw("run", "-n", "x", "--", "true", env={"CRONWRAP_CONFIG": str(config)})
+    assert proc.returncode == 125 and b"'(a|aa)*b' could take exponential" in proc.stderr
+    assert not (cw.home / "logs" / "x").exists()  # nothing ran
+
+
+def test_a_pattern_that_runs_away_costs_a_bounded_cpu_and_never_leaks(cw, script):
+    """A pattern the static check lets through (polynomial: hours on a line of 3000 spaces)
+    is stopped by its CPU budget: the line it could not finish is hidden, the others are
+    redacted as usual; once the run's budget is spent, the rest is hidden. The job's own exit
+    status passes through, and passthrough is the job's output as it wrote it."""
+    job = script("runaway.sh", """
+echo "order ACME-123456"
+spaces=$(printf '%3000s' '')
+echo "${spaces}!"
+echo "then ACME-234567"
+i=0; while [ $i -lt 40 ]; do echo "${spaces}!"; i=$((i+1)); done
+echo "late ACME-345678"
+exit 3
+""")
+    proc = cw("run", "-n", "runaway", "--redact", r"ACME-[0-9]{6}|\s*\s*\s*\s*#", "--", job,
+              timeout=40)
+    assert proc.returncode == 3 and b"late ACME-345678" in proc.stdout
+    log = cw("logs", "runaway").stdout
+    assert log.startswith(b"order ***\n***[cronwrap: a --redact pattern ran out of time on "
+                          b"this line]\nthen ***\n"), log[:300]
+    assert log.endswith(b"[cronwrap: --redact patterns used up their CPU budget; the rest is "
+                        b"hidden]\n") and b"345678" not in log
+    for path, data in every_file(cw.home).items():
+        assert b"ACME-" not in data, path
+    finish = [e for e in map(json.loads, (cw.home / "logs" / "events.jsonl").read_text()
+                             .splitlines()) if e["event"] == "finish"][0]
+    assert finish["wrapper_cpu_ms"] < 10_000  # the budget: 2 s of CPU, with ample room

@@ -65,13 +65,18 @@ def test_a_secret_split_between_two_reads_is_caught_wherever_it_is_split(name):
     """Both places a read can fall: inside the secret as the job wrote it, and inside it where
     the stream stops holding back (CARRY bytes before the end of what it has)."""
     text, secret, kept = SECRETS[name]
+    for cut, out in split_everywhere(text):
+        assert secret not in out and kept in out, (cut, out[2 * CARRY - 20:2 * CARRY + 200])
+
+
+def split_everywhere(text: bytes):
+    """``text`` in a stream, split into two reads at each place a read can cut it."""
     at = 2 * CARRY
     padded = b"x" * (at - 1) + b" " + text + b" " + b"y" * (CARRY + 40)
     cuts = [*range(at - 5, at + len(text) + 5), *range(at + CARRY - 5, at + CARRY + len(text) + 5)]
     for cut in cuts:
         stream = Redactor().stream()
-        out = stream.feed(padded[:cut]) + stream.feed(padded[cut:]) + stream.flush()
-        assert secret not in out and kept in out, (cut, out[at - 20:at + 200])
+        yield cut, stream.feed(padded[:cut]) + stream.feed(padded[cut:]) + stream.flush()
 
 
 def test_a_stream_holds_back_only_its_carry():
@@ -132,3 +137,256 @@ def test_a_long_window_is_redacted_in_slices_as_a_whole_would_be():
     assert b"QQ" not in redact_window(r, b"", b"a\n" * 1000 + key + b"b\n" * 1000, b"")
     noise = bytes(range(256)).replace(b"\n", b"") * (2 * redact.SLICE // 255)
     assert redact_window(r, b"\n", noise, b"\n") == noise
+
+
+# -- issue 20 §5: what the documentation promises to hide, whole ----------------------------
+
+SHAPES = {  # the job prints: (text, what must not be left of the secret, what is kept)
+    "url-slash": (b"postgresql://app:pa/ss99word@db/x", (b"pa/ss", b"ss99word"),
+                  b"postgresql://app:***@db/x"),
+    "url-at": (b"postgresql://app:pa@ss88word@db/x", (b"ss88word",), b"postgresql://app:***@db/x"),
+    "url-user-at": (b"https://me@example.com:pw-in-url1@host/x", (b"pw-in-url1",),
+                    b"https://me@example.com:***@host/x"),
+    "json": (b'{"password": "correct horse battery"}', (b"correct", b"horse", b"battery"),
+             b'{"password": "***"}'),
+    "yaml": (b'password: "two words"', (b"two", b"words"), b'password: "***"'),
+    "escaped": (b'{"secret": "a\\"quoted\\" one", "n": 1}', (b"quoted", b"one"),
+                b'{"secret": "***", "n": 1}'),
+    "single": (b"api_key = 'k e y'", (b"k e y",), b"api_key = '***'"),
+    "perl": (b"password => 'hunter3xyz'", (b"hunter3xyz",), b"password => '***'"),
+    "go": (b"token := abc-tok-1", (b"abc-tok-1",), b"token := ***"),
+    "mysql-long": (b"mysql --password hunter2xyz", (b"hunter2xyz",), b"mysql --password ***"),
+    "long-equals": (b"psql --password=hunter4xyz -h db", (b"hunter4xyz",),
+                    b"--password=*** -h db"),
+    "pass-option": (b"redis-cli --pass hunter7xyz ping", (b"hunter7xyz",),
+                    b"redis-cli --pass *** ping"),
+    "mysql-p": (b"mysql -phunter5xyz", (b"hunter5xyz",), b"mysql -p***"),
+    "mysqldump-p": (b"+ /usr/bin/mysqldump -h db -u root '-pse;cret9' app > x.sql",
+                    (b"se;cret9",), b"mysqldump -h db -u root '-p***' app > x.sql"),
+    "mysql-p-quoted": (b"mariadb -u app -p'two words' db", (b"two words",),
+                       b"mariadb -u app -p'***' db"),
+    "curl-u": (b"curl -u admin:hunter6xyz https://x", (b"hunter6xyz",),
+               b"curl -u admin:*** https://x"),
+    "curl-user": (b"curl -sS --user-agent 'a b' --user=admin:hunter8xyz https://x",
+                  (b"hunter8xyz",), b"--user=admin:*** https://x"),
+    "curl-attached": (b"curl -fsS https://x -uadmin:hunter9xyz", (b"hunter9xyz",),
+                      b"-uadmin:***"),
+}
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_each_shape_the_docs_promise_to_hide_is_hidden_whole(name):
+    text, parts, kept = SHAPES[name]
+    out = Redactor().whole(b"before " + text + b" after\n")
+    assert not [p for p in parts if p in out] and kept in out, out
+    assert out.startswith(b"before ") and out.endswith(b" after\n")
+
+
+@pytest.mark.parametrize("name", ["url-slash", "json", "mysql-long", "mysqldump-p", "curl-u"])
+def test_a_shape_split_between_two_reads_is_still_hidden_whole(name):
+    text, parts, kept = SHAPES[name]
+    for cut, out in split_everywhere(text):
+        assert not [p for p in parts if p in out] and kept in out, (cut, out[2 * CARRY - 20:])
+
+
+def test_command_line_passwords_are_found_only_on_their_command_lines():
+    assert Redactor().whole(b"mysql -u app -phunter5xyz db\n") == b"mysql -u app -p*** db\n"
+    alike = (b"mysql -u app -p db\n"  # -p alone: mysql prompts
+             b"mysql -P 3306 -h db\n"  # -P is the port
+             b"ssh -p 8080 host; find . -name x -print; patch -p1 < fix; gcc -pthread a.c\n"
+             b"date -u +%H:%M; sort -u a:b\n"
+             b"curl --user-agent 'x:y z' https://example.com/a:b\n"
+             b"wget --passive-ftp ftp://example.com/x; cmd --password-file /run/pw\n"
+             b"automysqlbackup -pfoo is not mysql; curly -u a:b is not curl\n")
+    assert Redactor().whole(alike) == alike
+
+
+def test_every_built_in_match_is_bounded_and_starts_with_a_literal():
+    """The width of every built-in pattern (what ``re`` computes for it) is at most CARRY,
+    which a stream holds back; and each compiles to a prefix search."""
+    from re import _compiler, _constants, _parser
+
+    patterns = [p for _, p, _ in redact._RULES] + [redact._PEM_BEGIN, redact._PEM_END]
+    for pattern in patterns:
+        tree = _parser.parse(pattern)
+        assert tree.getwidth()[1] <= CARRY, pattern
+        code = _compiler._code(tree, 0)
+        assert code[0] == _constants.INFO and code[2] & _constants.SRE_INFO_PREFIX, pattern
+
+
+# -- issue 20 §1: linear time, whatever the output ------------------------------------------
+
+MIB = 1 << 20
+
+
+def rep(unit: bytes, size: int = MIB) -> bytes:
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+ADVERSARIAL = {  # for each rule, runs of starts that each read far and then fail, 1 MiB each
+    "url": rep(b"://a:"), "url-user": b"://" + rep(b"a"), "url-slashes": rep(b"x://a:b/"),
+    "url-at": rep(b"://a:b@"), "url-lines": rep(b"s://u:" + b"p" * 300 + b"\n"),
+    "keyword": rep(b"password="), "keyword-quote": rep(b'password: "'),
+    "keyword-escapes": b'password="' + rep(b'\\"'), "keyword-bare": rep(b"passw"),
+    "keyword-spaces": rep(b"password" + b" " * 60), "keywords": rep(b"secret_token_pwd_passw"),
+    "authorization": rep(b"authorization: bearer "), "bearer": rep(b"bearer "),
+    "bearer-tabs": b"bearer" + rep(b"\t"), "password-option": rep(b"--password "),
+    "mysql": rep(b"mysql "), "mysql-words": rep(b"mysql " + b"mysqlx" * 40 + b" "),
+    "mysql-p": rep(b"mysql -p "), "mariadb": rep(b"mariadb -u "), "curl": rep(b"curl "),
+    "curl-u": rep(b"curl -u "), "curl-user": rep(b"curl --user a"), "aws": rep(b"AKIA"),
+    "aws-near": rep(b"AKIA" + b"A" * 15 + b" "), "github": rep(b"ghp_" + b"a" * 35 + b"_"),
+    "github-pat": rep(b"github_pat_"), "gitlab": rep(b"glpat-"), "slack": rep(b"xoxb-"),
+    "slack-app": rep(b"xapp-"), "jwt": rep(b"eyJ"), "jwt-dots": rep(b"eyJaaaaa."),
+    "jwt-pairs": rep(b"eyJaaaaa.eyJaaaaa."), "jwt-long": rep(b".eyJ" + b"a" * 5000),
+    "pem-begins": rep(b"-----BEGIN PRIVATE KEY-----\n"),
+    "pem-begins-one-line": rep(b"-----BEGIN RSA PRIVATE KEY-----"),
+    "pem-near": rep(b"-----BEGIN " + b"PRIVATE KEY " * 3),
+    "pem-ends": rep(b"-----END PRIVATE KEY-----"),
+    "dashes": rep(b"-"), "newlines": rep(b"\n"), "long-line": rep(b"a"),
+    "many-matches": rep(b"password=x AKIAIOSFODNN7EXAMPLE "),
+    "many-overlaps": rep(b"token=eyJhbGciOi.eyJzdWIi.sig "),
+}
+BUDGET = 3.0  # CPU seconds per MiB: linear code takes well under a tenth of it
+
+
+def within_budget(work) -> bool:
+    from cronwrap.deadline import CpuBudget
+
+    return CpuBudget(step=BUDGET, total=BUDGET).run(work)
+
+
+@pytest.mark.parametrize("name", ADVERSARIAL)
+def test_every_built_in_pattern_is_linear_on_adversarial_input(name):
+    """Each input through a stream as the capture feeds it (reads of 1 MiB, and of 4 KiB),
+    and as a kept tail is redacted (redact_window), each under a CPU deadline it must finish
+    far inside: a rule that read its input again from every start (the JWT rule read
+    ``eyJeyJeyJ...`` so: minutes per MiB) is stopped by it."""
+    data = ADVERSARIAL[name]
+
+    def stream(read: int) -> None:
+        s = Redactor(["secret-value-1"]).stream()
+        for at in range(0, len(data), read):
+            s.feed(data[at:at + read])
+        s.flush()
+
+    assert within_budget(lambda: stream(MIB)), "1 MiB reads"
+    assert within_budget(lambda: stream(4096)), "4 KiB reads"
+    assert within_budget(lambda: redact_window(Redactor(), data[:CARRY], data, data[-CARRY:]))
+
+
+class Counting(Redactor):
+    """Counts the bytes the stream asks to be read."""
+
+    read = 0
+
+    def spans(self, buf, final):
+        self.read += len(buf)
+        return super().spans(buf, final)
+
+
+@pytest.mark.parametrize("data", [rep(b"a", 1 << 18), rep(b"a\n", 1 << 18),
+                                  b"-----BEGIN PRIVATE KEY-----\n" + rep(b"QUFB\n", 60000)])
+def test_a_stream_reads_each_byte_a_bounded_number_of_times_whatever_its_reads(data):
+    """A long line, or a private key block's body, written 64 bytes at a time: what is held
+    back is read again only when it has grown, not at every read (it was read at every read:
+    8 KiB per 64 bytes)."""
+    redactor = Counting()
+    stream = redactor.stream()
+    out = b"".join(stream.feed(data[at:at + 64]) for at in range(0, len(data), 64)) + stream.flush()
+    assert redactor.read <= 3 * len(data), redactor.read
+    assert b"QUFB" not in out and len(out) > 0
+
+
+def test_a_key_body_never_shows_whatever_the_reads():
+    """Past MAX_PEM the block is hidden to its END line: its later lines never show (they
+    did, 64 bytes of each read at a time); a block on a line longer than the carry is kept
+    whole too."""
+    stream = Redactor().stream()
+    out = stream.feed(b"-----BEGIN PRIVATE KEY-----\n" + b"QUFB\n" * (MAX_PEM // 5 + 10))
+    out += stream.feed(b"SECRETBODY\n" * 3) + stream.feed(b"SECRET")
+    out += stream.feed(b"BODY\n-----END PRIV") + stream.feed(b"ATE KEY-----\nafter\n")
+    out += stream.flush()
+    assert b"SECRET" not in out and b"BODY" not in out and b"QUFB" not in out, out
+    assert out == b"-----BEGIN PRIVATE KEY-----\n***\n-----END PRIVATE KEY-----\nafter\n"
+    stream = Redactor().stream()
+    out = stream.feed(b"-----BEGIN PRIVATE KEY-----\n" + b"Q" * 20000)
+    out += stream.feed(b"-----END PRIVATE KEY-----")
+    out += stream.feed(b" tail\n") + stream.flush()
+    assert out == b"-----BEGIN PRIVATE KEY-----\n***\n-----END PRIVATE KEY----- tail\n"
+
+
+# -- issue 20 §1: the operator's patterns get a budget ---------------------------------------
+
+REFUSED = ["(x+x+)+y", "(a*)*", "(a+)+$", "(a|a)*", "(a|aa)+b", r"(\w+\s?)+$", "(.|\\s)*x",
+           r"(\s*\w+)+;", "(?:a{2,3})+!", "(a+){2}", "(a|a?)+", "(?i)(A+a+)+"]
+ACCEPTED = ["ACME-[0-9]{6}", r"(\d+,)*\d+", r"([a-z]+\.)+[a-z]{2,}", r"(\d{1,3}\.){3}\d{1,3}",
+            "(a|ab)*c", "(foo|far)*", r"(\w|\d)+", r"(\s|\S)*", "(a++)+", "(?:a+)++", "(?>a+)+",
+            r"([A-Z][a-z]+ ?)+", r"\s*\s*x", r"internal-\w+", "(?:[A-Z0-9]{4}-){3}[A-Z0-9]{4}"]
+
+
+@pytest.mark.parametrize("text", REFUSED + ACCEPTED)
+def test_a_pattern_that_can_take_exponential_time_is_refused_with_one_line(text):
+    """Nested repetitions that can split the same text, refused (backtrack.py); the same
+    shapes with one way to match each character, accepted."""
+    if text in ACCEPTED:
+        compile_pattern(text, "--redact")
+        return
+    with pytest.raises(ValueError) as info:
+        compile_pattern(text, "--redact")
+    message = str(info.value)
+    assert message.startswith(f"--redact: {text!r} could take exponential time") and \
+        "possessive" in message and "\n" not in message
+
+
+class FakeGuard:
+    """A guard whose budget is spent after ``runs`` calls of run()."""
+
+    def __init__(self, runs: int) -> None:
+        self.mark, self.runs = 0, runs
+
+    @property
+    def spent(self) -> bool:
+        return self.runs <= 0
+
+    def run(self, work) -> bool:
+        self.runs -= 1
+        if self.runs < 0:
+            return False
+        work()
+        return True
+
+
+def test_once_the_budget_is_spent_the_rest_is_hidden_said_once_per_stream():
+    r = Redactor((), [compile_pattern("ACME-[0-9]{6}", "--redact")], guard=FakeGuard(1))
+    stream = r.stream()
+    assert stream.feed(b"one ACME-123456\n") == b"one ***\n"
+    assert stream.feed(b"two ACME-654321\n") == redact.SPENT_MARK
+    assert stream.feed(b"three, and a password=pw-gone\n") == b"" and stream.flush() == b""
+    assert r.text("anything") == redact.SPENT_MARK.decode()
+    window = redact_window(r, b"", b"x\n" * redact.SLICE, b"")
+    assert window == redact.SPENT_MARK
+
+
+def test_a_hostile_pattern_is_cut_short_line_by_line_then_in_all():
+    """Real CPU deadlines (deadline.CpuBudget): a line a pattern cannot finish within a step
+    is hidden from where its scan stood, the other lines are matched as usual, and once the
+    run's total is spent the rest is hidden."""
+    import re
+
+    from cronwrap.deadline import CpuBudget
+
+    hostile = re.compile(rb"(x+x+)+y")  # as compile_pattern would refuse it
+    polynomial = compile_pattern(r"\s*\s*\s*\s*x", "--redact")  # accepted, yet O(n^4)
+    budget = CpuBudget(step=0.05, total=0.6)
+    r = Redactor((), [hostile, polynomial], guard=budget)
+    text = b"kept xxy and x\n" + b"ok xxy " + b"x" * 40 + b"\n" + b" " * 3000 + b"!\nafter x\n"
+    over = redact.OVERRUN_MARK
+    assert r.whole(text) == b"kept*** and***\nok***" + over + b"\n" + over + b"\nafter***\n"
+    assert not budget.spent
+    for _ in range(100):  # each hostile line costs a step or two, until the total is spent
+        out = r.whole(b"x" * 40 + b"\nplain\n")
+        if budget.spent:
+            break
+        assert out == over + b"\nplain\n"
+    assert out.endswith(redact.SPENT_MARK) and b"plain" not in out
+    assert r.whole(b"plain\n") == redact.SPENT_MARK and budget.used < 0.6 + 2 * 0.05

@@ -4,7 +4,8 @@ monitoring, and the notes under each administrative command.
 
 from __future__ import annotations
 
-from cronwrap import catchup, errors, monitor, picture, redact, retry, runlog, stdio, supervise
+from cronwrap import (catchup, deadline, errors, monitor, picture, redact, retry, runlog, stdio,
+                      supervise)
 
 from tools.docs.facts import (
     ALIASES, Block, EARLY, FINAL, HOOK_KILL, Example, LATE_GRACE, ORPHAN_GRACE, PING_RETRIES,
@@ -408,18 +409,49 @@ REDACTION: tuple[Block, ...] = (
      "(`--env-file` included) whose name holds "
      + ", ".join(f"`{part}`" for part in redact.SECRET_NAME_PARTS)
      + f", when it is at least {redact.MIN_SECRET} characters long"),
-    ("assignments and headers", "passwords in URLs (*scheme*`://`*user*`:`*PASSWORD*`@`), "
+    ("assignments and headers", "passwords in URLs (*scheme*`://`*user*`:`*PASSWORD*`@`, "
+     "the password running to the URL's last `@`, as cronwrap's own messages read a URL), "
      "values after `password`, `passwd`, `pwd`, `passphrase`, `secret`, `token`, `api_key`, "
-     "`access_key`, `private_key` or `credential` (any case, with `=` or `:`, quoted or not: "
-     "connection strings, JSON, YAML, headers), `Authorization:` values and bearer tokens"),
+     "`access_key`, `private_key` or `credential` (any case, with `=`, `:`, `=>` or `:=`: "
+     "connection strings, JSON, YAML, headers, code; a value in quotes is hidden to its "
+     "closing quote, spaces included, any other to the next space, quote, `,`, `;` or `&`), "
+     "`Authorization:` values and bearer tokens"),
+    ("command lines", "`--password`, `--passwd`, `--pass` or `--passphrase` followed by a "
+     "value (after a space or `=`); `-p`*PASSWORD* on the command line of mysql, mariadb and "
+     "their tools (mysqldump, mysqladmin...: a command whose name begins with `mysql` or "
+     "`mariadb`, the option among its first 12 words; `-p` alone, which makes mysql ask, and "
+     "`-P`, the port, are not values); `-u`, `-U`, `--user` or `--proxy-user` *user*`:`"
+     "*PASSWORD* on a curl command line, likewise"),
     ("token shapes", "AWS access key IDs (`AKIA`..., `ASIA`...), GitHub (`ghp_`..., "
      "`github_pat_`...), GitLab (`glpat-`...) and Slack (`xoxb-`..., `xapp-`...) tokens, "
      "JWTs, and the body of PEM private key blocks (the BEGIN and END lines are kept)"),
     ("`--redact` *REGEX*", "whatever the operator's patterns match (Python re syntax, "
-     "matched against the output's bytes; repeatable)"),
+     "matched against each line of the output's bytes on its own, without its newline: `^` "
+     "and `$` are the line's ends, and a match never spans lines; repeatable)"),
+    "The built-in patterns take time in proportion to the output, whatever it holds: each "
+    "starts with a fixed text and reads a bounded stretch from it. A value is hidden up to "
+    f"{redact.MAX_VALUE} characters, a token up to 255, a JWT for its first 7 KiB (enough to "
+    f"make it useless); no match is longer than {size_text(redact.CARRY)}.",
+    "A `--redact` pattern that could take exponential time on a line it does not match is "
+    "refused before anything runs (exit status 125, one line): a repetition (`*`, `+`, "
+    "`{m,n}`) that may run more than once and holds an inner repetition that can begin with "
+    "what follows it in the round or the next round (`(a+)+`, `(a*)*`, `(x+x+)+y`, "
+    "`(\\w+\\s?)+`), or two alternatives that can match the same text (`(a|a)*`, `(a|aa)*`). "
+    "`(\\d+,)*`, `([a-z]+\\.)+` and `(a|ab)*c` are fine. The fix is a possessive inner "
+    "repetition (`a++`), an atomic group (`(?>...)`), or a pattern where each character can "
+    "be matched one way only.",
+    "No check finds every slow pattern (`\\s*\\s*\\s*$` is polynomial), so the "
+    f"operator's patterns also run under a CPU-time budget: {duration_text(deadline.STEP)} of "
+    "CPU for one pattern on one line (cut between that and twice that), after which the rest "
+    "of the line, from where the pattern's scan stood, is hidden and marked "
+    f"`{redact.OVERRUN_MARK.decode()}`; and {duration_text(deadline.TOTAL)} of CPU for all "
+    "the patterns over the whole run, after which the rest of the output is hidden and marked "
+    f"`{redact.SPENT_MARK.decode().strip()}`. CPU time, not the wall clock: a busy machine "
+    "never hides a line that a quiet one would show.",
     "Each of standard output and error is redacted as a stream: whole lines are kept as they "
-    f"come, and a partial last line (up to {size_text(redact.CARRY)} of it) is held back until "
-    "the next read, so a secret split between two writes is still found whole. Only what is "
+    "come, and a partial last line is held back until it ends (once it is "
+    f"{size_text(2 * redact.CARRY)} long, all but its last {size_text(redact.CARRY)} are "
+    "passed on), so a secret split between two writes is still found whole. Only what is "
     f"kept is redacted: the first {size_text(runlog.HEAD_LIMIT)} as the job writes them and "
     f"the last {size_text(runlog.TAIL_LIMIT)} when it has ended; the part in between, never "
     "kept, costs nothing. At each cut of the capture the bytes beyond it are looked at too, "
