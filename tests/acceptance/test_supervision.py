@@ -7,17 +7,79 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
 
-from tests.acceptance.conftest import alive, wait_for
+from tests.acceptance.conftest import alive, same_minute, wait_for
 from tests.acceptance.test_faults import kill_wrapper
 from tests.needs import missing
 
 
 def history(cw, name: str, env: dict | None = None) -> list[dict]:
     return cw.json("history", name, "--json", env=env)
+
+
+# -- output that is slow to redact -----------------------------------------------------------
+# Each built-in pattern fed a mebibyte of what makes a naive pattern slow (a long run of
+# candidate starts that never complete: one line of 'eyJ'*87000 took 74 s of wrapper CPU), and
+# an operator's catastrophic pattern fed the lines it backtracks on: the timeout still fires
+# on time and the lease is renewed all along.
+
+ADVERSARIAL = r"""
+import sys, time
+out = sys.stdout.buffer
+mib = 1 << 20
+for shape in (b"eyJ", b"://u:", b"passw", b"bearer ", b"AKIA", b"xoxb-",
+              b"-----BEGIN RSA PRIVATE KEY-----\n"):
+    line = shape * (mib // 2 // len(shape))
+    out.write(line + b"\n" + line + b"\n")
+out.write((b"x" * 40 + b"\n") * (mib // 41))
+out.flush()
+time.sleep(float(sys.argv[1]))
+"""
+# Polynomial on a line of x: no nested repetition or overlapping alternatives for
+# --redact's check to refuse, so only its CPU deadline bounds it.
+HOSTILE = "x*x*x*x*y"
+
+
+def adversarial_job(sleep: float) -> list[str]:
+    return ["--redact", HOSTILE, "--", sys.executable, "-c", ADVERSARIAL, str(sleep)]
+
+
+def test_output_that_is_slow_to_redact_never_delays_the_timeout(cw):
+    started = time.monotonic()
+    proc = cw("run", "-n", "adv", "--timeout", "2", "--kill-after", "1", "--output", "quiet",
+              *adversarial_job(60), timeout=120)
+    took = time.monotonic() - started
+    assert proc.returncode == 124, proc.stderr[-2000:]
+    assert took < 3.0
+    (run,) = history(cw, "adv")
+    assert (run["status"], run["exit_code"]) == ("timeout", 124)
+
+
+@pytest.mark.postgres
+def test_output_that_is_slow_to_redact_never_lets_the_lease_lapse(cw, pg_dsn):
+    """With a 3 s lease, a job that runs 8 s while its output is being redacted keeps its
+    slot: another host that fires the same minute is refused all along, and the run ends
+    succeeded, never lease_lost."""
+    same_minute(25)
+    env = {"CRONWRAP_DB": pg_dsn}
+    first = cw.popen("run", "-n", "adv", "--host", "a", "--lease", "3s", "--output", "quiet",
+                     *adversarial_job(8), env=env)
+    try:
+        for _ in range(3):
+            time.sleep(2.5)
+            other = cw("run", "-n", "adv", "--host", "b", "--skip-exit-code", "3", "--",
+                       "true", env=env)
+            assert other.returncode == 3, other.stderr  # the slot's lease is live: skipped
+        assert first.wait(timeout=60) == 0, first.stderr.read()[-2000:]
+    finally:
+        kill_wrapper(first)
+    runs = history(cw, "adv", env=env)
+    assert [(r["status"], r["host"], r["attempt"]) for r in runs if r["status"] != "skipped"] \
+        == [("succeeded", "a", 1)]
 
 
 # -- PID 1 of a container -------------------------------------------------------------------

@@ -245,6 +245,31 @@ def test_a_failing_output_callback_never_leaves_the_job_running(tmp_path: Path) 
     assert zombie_children() == []
 
 
+def test_an_output_side_that_stalls_never_delays_the_timeout_or_a_stop(tmp_path: Path) -> None:
+    """Whatever the output side does (here: the capture stuck for 4 s on its first chunk, as on
+    a disk that hangs), the keeper times out on time, and a stop from another thread (a lost
+    lease) is acted on: the job gets its TERM when it is due, not when the output lets go."""
+    termed = tmp_path / "termed"
+    job = sh(f"echo hello; trap 'date +%s.%N > {termed}; exit 0' TERM; "
+             "while :; do sleep 0.05; done")
+
+    def stuck(fd: int, chunk: bytes) -> None:
+        time.sleep(4)
+
+    started = time.time()
+    outcome = supervise(SuperviseSpec(job, ENV, timeout=0.5, kill_after=5), stuck)
+    assert outcome.timed_out and outcome.exit_status() == 124
+    assert float(termed.read_text()) - started < 0.5 + SLACK / 2  # not after the 4 s stall
+
+    termed.unlink()
+    supervisor = Supervisor(SuperviseSpec(job, ENV, kill_after=5), stuck)
+    threading.Timer(0.5, supervisor.request_stop, ["lease_lost"]).start()
+    started = time.time()
+    outcome = supervisor.run()
+    assert outcome.stop_reason == "lease_lost"
+    assert float(termed.read_text()) - started < 0.5 + SLACK / 2
+
+
 # ---- leftovers ----------------------------------------------------------------------------
 
 
