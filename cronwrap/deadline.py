@@ -27,7 +27,11 @@ if TYPE_CHECKING:
     from types import FrameType
     from typing import Callable
 
-STEP = 0.1  # CPU seconds one pattern may take on one line (a tick: cut between 1 and 2 ticks)
+# CPU seconds one pattern may take on one line (a tick: cut between 1 and 2 ticks). A match
+# holds the interpreter, so this is also how long it can keep the supervisor's keeper thread
+# waiting: within DESIGN §7's 50 ms for a late TERM. A line is at most ~16 KiB (redact.py),
+# which an ordinary pattern reads in well under a millisecond.
+STEP = 0.02
 TOTAL = 2.0  # CPU seconds the patterns may take over a whole run, all lines and streams
 
 

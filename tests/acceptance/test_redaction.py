@@ -247,7 +247,7 @@ echo "order ACME-123456"
 spaces=$(printf '%3000s' '')
 echo "${spaces}!"
 echo "then ACME-234567"
-i=0; while [ $i -lt 40 ]; do echo "${spaces}!"; i=$((i+1)); done
+i=0; while [ $i -lt 150 ]; do echo "${spaces}!"; i=$((i+1)); done
 echo "late ACME-345678"
 exit 3
 """)
