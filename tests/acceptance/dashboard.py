@@ -10,6 +10,8 @@ import urllib.request
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
+
 from cronwrap.ledger.base import ClaimRequest, Finish, JobInfo, Mark
 from cronwrap.ledger.sqlite import SqliteLedger
 
@@ -55,6 +57,21 @@ def hourly_history(path: Path) -> None:
                                             error_tail="boom\n" if code else None, log_path=None))
     finally:
         ledger.close()
+
+
+@pytest.fixture
+def filled(cw):
+    """``cw`` over the ledger of ``fill_ledger``."""
+    fill_ledger(cw)
+    return cw
+
+
+@pytest.fixture
+def server(filled):
+    """``cronwrap serve`` over it, as started by default (a token made at start)."""
+    running = Server(filled)
+    yield running
+    running.stop()
 
 
 class Server:

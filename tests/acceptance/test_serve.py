@@ -13,20 +13,8 @@ from urllib.parse import quote, urljoin
 import pytest
 
 from tests.acceptance.conftest import wait_for
-from tests.acceptance.dashboard import HOURLY, SCRIPT_NAME, Server, fetch, fill_ledger
-
-
-@pytest.fixture
-def filled(cw):
-    fill_ledger(cw)
-    return cw
-
-
-@pytest.fixture
-def server(filled):
-    running = Server(filled)
-    yield running
-    running.stop()
+from tests.acceptance.dashboard import (HOURLY, SCRIPT_NAME, Server, filled,  # noqa: F401
+                                        server)
 
 
 def job_url(server: Server, name: str) -> str:

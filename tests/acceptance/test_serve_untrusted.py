@@ -18,21 +18,8 @@ from urllib.parse import urljoin
 import pytest
 
 from tests.acceptance.conftest import wait_for
-from tests.acceptance.dashboard import HOURLY, Server, fill_ledger
+from tests.acceptance.dashboard import HOURLY, Server, filled, server  # noqa: F401 (fixtures)
 from tests.needs import missing
-
-
-@pytest.fixture
-def filled(cw):
-    fill_ledger(cw)
-    return cw
-
-
-@pytest.fixture
-def server(filled):
-    running = Server(filled)
-    yield running
-    running.stop()
 
 
 def port_of(server: Server) -> int:
