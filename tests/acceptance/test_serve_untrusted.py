@@ -83,6 +83,26 @@ def test_by_default_every_request_needs_the_token_made_at_start(filled):
     assert not kept.exists()  # removed when serve ends
 
 
+@pytest.mark.parametrize("planted", ["symlink", "hard link"])
+def test_the_token_file_is_never_written_through_a_link(cw, tmp_path, planted):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    place = cw.home / "serve" / f"127.0.0.1-{port}.token"
+    place.parent.mkdir(parents=True, mode=0o700)
+    place.symlink_to(victim) if planted == "symlink" else os.link(victim, place)
+    running = Server(cw, listen=f"127.0.0.1:{port}")
+    try:
+        assert running.token_file == place and not place.is_symlink()
+        assert place.stat().st_nlink == 1 and place.read_text() == f"{running.token}\n"
+        assert victim.read_text() == "keep me\n"
+    finally:
+        running.stop()
+    assert victim.read_text() == "keep me\n"
+
+
 def test_the_token_once_in_the_url_signs_a_browser_in(filled):
     running = Server(filled)
     try:
