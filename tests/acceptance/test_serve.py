@@ -13,8 +13,10 @@ from urllib.parse import quote, urljoin
 import pytest
 
 from tests.acceptance.conftest import wait_for
-from tests.acceptance.dashboard import (HOURLY, SCRIPT_NAME, Server, filled,  # noqa: F401
-                                        server)
+from tests.acceptance import dashboard
+from tests.acceptance.dashboard import HOURLY, SCRIPT_NAME, Server
+
+filled, server = dashboard.filled, dashboard.server  # fixtures
 
 
 def job_url(server: Server, name: str) -> str:

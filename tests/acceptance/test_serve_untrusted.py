@@ -18,8 +18,11 @@ from urllib.parse import urljoin
 import pytest
 
 from tests.acceptance.conftest import wait_for
-from tests.acceptance.dashboard import HOURLY, Server, filled, server  # noqa: F401 (fixtures)
+from tests.acceptance import dashboard
+from tests.acceptance.dashboard import HOURLY, Server
 from tests.needs import missing
+
+filled, server = dashboard.filled, dashboard.server  # the fixtures of test_serve.py too
 
 
 def port_of(server: Server) -> int:
