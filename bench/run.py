@@ -819,14 +819,16 @@ class Bench:
                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             try:
                 url = re.search(r"http://\S+/", server.stdout.readline()).group(0)
-                cold, size_kb = http_get(url)
-                http_get(url + "metrics")
+                token = re.search(r"\?token=(\S+)", server.stdout.readline()).group(1)
+                auth = {"Authorization": f"Bearer {token}"}  # as a scraper sends it
+                cold, size_kb = http_get(url, auth)
+                http_get(url + "metrics", auth)
                 timed(floor_argv, floor_env)
                 samples: dict[str, list[float]] = {"floor": [], "/": [], "/metrics": []}
                 for _ in range(n):
                     samples["floor"].append(timed(floor_argv, floor_env))
-                    samples["/"].append(http_get(url)[0])
-                    samples["/metrics"].append(http_get(url + "metrics")[0])
+                    samples["/"].append(http_get(url, auth)[0])
+                    samples["/metrics"].append(http_get(url + "metrics", auth)[0])
             finally:
                 server.terminate()
                 server.wait(timeout=30)
@@ -936,13 +938,13 @@ class Bench:
             print(f"files of this run kept in {self.tmp}", flush=True)
 
 
-def http_get(url: str) -> tuple[float, float]:
+def http_get(url: str, headers: dict[str, str]) -> tuple[float, float]:
     """(wall ms, KB) of one GET on a fresh connection, never through a proxy."""
     import urllib.request
 
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     start = time.perf_counter()
-    with opener.open(url, timeout=120) as response:
+    with opener.open(urllib.request.Request(url, headers=headers), timeout=120) as response:
         body = response.read()
     return (time.perf_counter() - start) * 1000, len(body) / 1024
 

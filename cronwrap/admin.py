@@ -301,19 +301,21 @@ def prune(
 
 @cli.command()
 def serve(
-    listen: str = typer.Option("127.0.0.1:8080", "--listen", help="HOST:PORT to listen on; an address other than loopback (127.0.0.0/8, ::1, localhost) needs --token-file. Port 0: any free port (the line printed at start names it)."),
-    token_file: Optional[str] = typer.Option(None, "--token-file", help="A file (yours, mode 0600, not a symlink) holding a token: every request must then send Authorization: Bearer TOKEN."),
+    listen: str = typer.Option("127.0.0.1:8080", "--listen", help="HOST:PORT to listen on (every address HOST resolves to); port 0: any free port (the line printed at start names it)."),
+    token_file: Optional[str] = typer.Option(None, "--token-file", help="A file (yours, mode 0600, not a symlink) holding the token every request must send (Authorization: Bearer TOKEN). Default: a token made at start, kept in STATE/serve/HOST-PORT.token while serve runs, and printed in a URL to open once in a browser (?token=TOKEN)."),
+    no_auth: bool = typer.Option(False, "--no-auth", help="Serve without a token: anyone who can connect reads every job's output. Only on loopback addresses (checked on the sockets bound), and every page says so."),
     db: Optional[str] = typer.Option(None, help=DB_HELP),
 ) -> int:
-    """A read-only web dashboard of the ledger: the jobs (/), a job's runs (/jobs/NAME), one run (/jobs/NAME/runs/ID), /metrics for Prometheus, /api/status and /api/jobs/NAME/history as JSON, /healthz."""
+    """A read-only web dashboard of the ledger: the jobs (/), a job's runs (/jobs/NAME), one run (/jobs/NAME/runs/ID), /metrics for Prometheus, /api/status and /api/jobs/NAME/history as JSON, /healthz. Every request needs a token (Authorization: Bearer TOKEN, or ?token=TOKEN once, which sets a cookie), on loopback too, unless --no-auth."""
     from cronwrap import redact, serve as server
 
     address = server.parse_listen(listen)
-    token = server.check_listen(address, token_file)
+    token, made = server.token_for(address, token_file, no_auth)
     url = _ledger_url(db)
     label = redact.url(url) if url else "the embedded SQLite ledger"
-    app = server.Dashboard(lambda: _ledger(url, read_only=True), _log_dirs, token, label)
-    return server.serve(app, address)
+    auth = None if token is None else server.Auth(token)
+    app = server.Dashboard(lambda: _ledger(url, read_only=True), _log_dirs, auth, label)
+    return server.serve(app, address, made)
 
 
 db_cli = typer.Typer(help="The ledger's schema.", no_args_is_help=True)

@@ -22,7 +22,7 @@ from cronwrap.errors import CHECK_CRITICAL
 from cronwrap.ledger.base import Run, iso
 from cronwrap.monitor import HEALTH_STATES
 from cronwrap.picture import MARKS, Picture, history_picture
-from cronwrap.record import TYPE_CHECKING
+from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.report import JobReport, ago, duration_text
 from cronwrap.textsafe import safe_text
 
@@ -38,6 +38,27 @@ CHART_WIDTH, CHART_HEIGHT, CHART_PAD = 900, 180, 36
 STYLE_COLOURS = {"green": "#1a7f37", "red": "#cf222e", "magenta": "#8250df", "dim": "#8c959f",
                  "yellow": "#9a6700", "cyan": "#0969da", "white": "#57606a"}
 SEVERITY_COLOURS = ("#1a7f37", "#9a6700", "#cf222e")  # by monitor's CHECK_OK, _WARNING, _CRITICAL
+OPEN_BANNER = ("No authentication (cronwrap serve --no-auth): every user of this host can read "
+               "this dashboard, job output included.")
+
+
+class Site(Record):
+    """What every page says about the server: the ledger it reads (``ledger``, its password
+    redacted) and whether it is open to anyone who can reach it (``--no-auth``)."""
+
+    ledger: str
+    open: bool
+    _defaults = dict(ledger="", open=False)
+
+
+class Pager(Record):
+    """The links of a page of runs, as query strings of the job's page (``""``: its newest
+    runs; None: there is no such page)."""
+
+    newer: str | None
+    older: str | None
+    _defaults = dict(newer=None, older=None)
+
 
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#1f2328;background:#fff}
@@ -113,12 +134,14 @@ def picture_html(picture: Picture, lines: int = 3) -> str:
 
 
 def document(title: str, root: str, body: str, refresh: int | None = None,
-             ledger: str = "") -> str:
+             site: Site = Site()) -> str:
     meta = f'<meta http-equiv="refresh" content="{refresh}">' if refresh else ""
+    ledger = site.ledger
+    banner = f'<p class="banner" id="no-auth">{h(OPEN_BANNER)}</p>' if site.open else ""
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">{meta}'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{h(title)} · cronwrap</title><style>{CSS}</style></head><body>"
-            f'<nav><a href="{root or "./"}">all jobs</a></nav>{body}'
+            f'<nav><a href="{root or "./"}">all jobs</a></nav>{banner}{body}'
             f"<footer>cronwrap {h(__version__)}{' · ledger ' + h(ledger) if ledger else ''}"
             f"{f' · refreshes every {refresh}s' if refresh else ''}</footer></body></html>\n")
 
@@ -126,14 +149,14 @@ def document(title: str, root: str, body: str, refresh: int | None = None,
 # -- the overview ------------------------------------------------------------------------------
 
 def overview(reports: list[JobReport], strips: dict[str, str], now: datetime,
-             ledger: str = "") -> str:
+             site: Site = Site()) -> str:
     """Every job, critical first: health, last run, next due, running now, its last slots
     (``strips``: each job's ``strip_html``)."""
     ordered = sorted(reports, key=lambda r: (-severity(r.health), r.summary.job))
     if not ordered:
         body = ("<h1>cronwrap</h1><p>No jobs recorded yet: run one with "
                 "<code>cronwrap run -n NAME -- COMMAND</code>.</p>")
-        return document("all jobs", "./", body, REFRESH_OVERVIEW, ledger)
+        return document("all jobs", "./", body, REFRESH_OVERVIEW, site)
     counts = {}
     for rep in ordered:
         counts[rep.health] = counts.get(rep.health, 0) + 1
@@ -146,7 +169,7 @@ def overview(reports: list[JobReport], strips: dict[str, str], now: datetime,
     body = (f"<h1>cronwrap: {len(ordered)} job{'s' if len(ordered) != 1 else ''}</h1>"
             f"<p>{tally} <span class=\"muted\">(as of {h(iso(now))})</span></p>"
             f'<table id="jobs">{head}{rows}</table>')
-    return document("all jobs", "./", body, REFRESH_OVERVIEW, ledger)
+    return document("all jobs", "./", body, REFRESH_OVERVIEW, site)
 
 
 def strip_html(runs: list[Run], now: datetime) -> str:
@@ -177,11 +200,12 @@ def overview_row(rep: JobReport, strip: str, now: datetime) -> str:
 # -- one job -----------------------------------------------------------------------------------
 
 def job_page(rep: JobReport | None, name: str, runs: list[Run], chart_runs: list[Run],
-             explanation: Explanation | None, words: str, page: int, more: bool,
-             now: datetime, ledger: str = "", root: str = "../") -> str:
+             explanation: Explanation | None, words: str, pager: Pager, now: datetime,
+             site: Site = Site(), root: str = "../") -> str:
     """The job's health, its schedule in words with the next fire times and DST notes, a
-    duration chart, the history picture, and one page of its runs (newest first). ``root``:
-    the way back to ``/`` from this page (``../``; deeper when a proxy decoded a ``/``)."""
+    duration chart and the history picture of its newest runs, and one page of its runs
+    (newest first) with links to the pages beside it. ``root``: the way back to ``/`` from
+    this page (``../``; deeper when a proxy decoded a ``/``)."""
     parts = [f"<h1>{h(name)}</h1>"]
     if rep is not None:
         parts.append(f'<p><span class="health sev-{severity(rep.health)}">{h(rep.health)}</span> '
@@ -195,8 +219,8 @@ def job_page(rep: JobReport | None, name: str, runs: list[Run], chart_runs: list
     parts.append("<h2>Durations</h2>" + chart_svg(chart_runs, rep, now))
     if chart_runs:
         parts.append(f'<pre class="strip">{picture_html(history_picture(chart_runs, 60, now))}</pre>')
-    parts.append(runs_table(job_href(root, name), runs, now, page, more))
-    return document(name, root, "".join(parts), REFRESH_DETAIL, ledger)
+    parts.append(runs_table(job_href(root, name), runs, now, pager))
+    return document(name, root, "".join(parts), REFRESH_DETAIL, site)
 
 
 def schedule_html(rep: JobReport | None, explanation: Explanation | None, words: str) -> str:
@@ -214,7 +238,7 @@ def schedule_html(rep: JobReport | None, explanation: Explanation | None, words:
     return "".join(out)
 
 
-def runs_table(base: str, runs: list[Run], now: datetime, page: int, more: bool) -> str:
+def runs_table(base: str, runs: list[Run], now: datetime, pager: Pager) -> str:
     """``base``: the link to the job's page."""
     head = ("<tr><th>run</th><th>slot</th><th>trigger</th><th>status</th><th>attempt</th>"
             "<th>host</th><th>started</th><th>duration</th><th>exit</th></tr>")
@@ -227,14 +251,16 @@ def runs_table(base: str, runs: list[Run], now: datetime, page: int, more: bool)
                  h("-" if r.exit_code is None else r.exit_code)]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     nav = []
-    if page > 1:
-        nav.append(f'<a rel="prev" href="{h(base)}?page={page - 1}">newer</a>')
-    if more:
-        nav.append(f'<a rel="next" href="{h(base)}?page={page + 1}">older</a>')
-    pager = f"<p>page {page} {' · '.join(nav)}</p>"
+    if pager.newer:  # an older page: the newest runs are a page or more away
+        nav.append(f'<a href="{h(base)}">newest</a>')
+    if pager.newer is not None:
+        nav.append(f'<a rel="prev" href="{h(base + pager.newer)}">newer</a>')
+    if pager.older is not None:
+        nav.append(f'<a rel="next" href="{h(base + pager.older)}">older</a>')
+    links = f'<p id="pager">{" · ".join(nav)}</p>' if nav else ""
     if not runs:
-        return f"<h2>Runs</h2><p class=\"muted\">No runs on this page.</p>{pager}"
-    return f'<h2>Runs</h2><table id="runs">{head}{"".join(rows)}</table>{pager}'
+        return f"<h2>Runs</h2><p class=\"muted\">No runs on this page.</p>{links}"
+    return f'<h2>Runs</h2><table id="runs">{head}{"".join(rows)}</table>{links}'
 
 
 def chart_svg(runs: list[Run], rep: JobReport | None, now: datetime) -> str:
@@ -280,7 +306,7 @@ def chart_svg(runs: list[Run], rep: JobReport | None, now: datetime) -> str:
 # -- one run -----------------------------------------------------------------------------------
 
 def run_page(run: Run, events: list[dict], output: str | None, output_source: str,
-             now: datetime, ledger: str = "", root: str = "../../../") -> str:
+             now: datetime, site: Site = Site(), root: str = "../../../") -> str:
     """Every ledger field of the run, its events from this host's run log, its output."""
     fields = run.to_json(now)
     rows = "".join(f"<tr><th>{h(k)}</th><td class=\"mono\">{h('-' if v is None else v)}</td></tr>"
@@ -294,7 +320,7 @@ def run_page(run: Run, events: list[dict], output: str | None, output_source: st
     else:
         parts.append(f'<p class="muted">{h(output_source)}</p><pre id="output">{h_lines(output)}</pre>')
     refresh = REFRESH_DETAIL if run.shown_status(now) == "running" else None
-    return document(f"{run.job} run {run.run_id}", root, "".join(parts), refresh, ledger)
+    return document(f"{run.job} run {run.run_id}", root, "".join(parts), refresh, site)
 
 
 def events_table(events: list[dict]) -> str:
@@ -313,7 +339,8 @@ def events_table(events: list[dict]) -> str:
 
 # -- errors ------------------------------------------------------------------------------------
 
-def problem_page(status: int, title: str, detail: str, root: str = "./") -> str:
+def problem_page(status: int, title: str, detail: str, site: Site = Site(),
+                 root: str = "./") -> str:
     body = f'<h1>{h(title)}</h1><p class="banner">{h(detail)}</p>'
     refresh = REFRESH_OVERVIEW if status >= 500 else None
-    return document(f"{status} {title}", root, body, refresh)
+    return document(f"{status} {title}", root, body, refresh, site)

@@ -6,16 +6,25 @@ used again without a restart. Facts come from the functions behind ``status --js
 ``history --json``, ``status --format prometheus``, ``explain`` and ``logs`` (report.py,
 monitor.py, schedule/, logview.py); pages.py draws them.
 
-Safe by default: loopback only unless ``--token-file`` is given; with a token, every request
-needs ``Authorization: Bearer TOKEN`` (compared in constant time), and the token is never
-logged or shown. No endpoint writes; any method but GET and HEAD is refused (405). Every page
-carries a Content-Security-Policy that allows no script and no fetch, and nosniff.
+Every client is untrusted, on loopback too (another user of the host is a client): every
+request needs the token (``Auth``), sent as ``Authorization: Bearer TOKEN`` or, once, as
+``?token=TOKEN``, which answers with a redirect that sets a session cookie, so a person can
+open the URL printed at start (Jupyter's convention). The token is read from ``--token-file``
+or made at start into a private file; tokens are compared in constant time and never logged
+or shown, but in the URL printed for a token made at start. Only ``--no-auth`` serves without
+one, and only on loopback addresses, checked on the sockets actually bound (a name can
+resolve to anything), and every page says so. No endpoint writes; any method but GET and
+HEAD is refused (405), and a request body before anything else (webserver.py, with the
+guards against idle and slow connections). Every page carries a Content-Security-Policy that
+allows no script and no fetch, and nosniff. Answers are bounded: at most HISTORY_MAX runs a
+request, pages of PAGE_SIZE runs read by run id (keyset), long JSON streamed.
 
 waitress is imported only by :func:`serve`: ``run`` never imports this module.
 """
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import json
 import os
@@ -24,7 +33,7 @@ import sys
 import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from urllib.parse import parse_qs, unquote
+from urllib.parse import parse_qs, unquote, unquote_plus
 
 from cronwrap import pages
 from cronwrap.errors import CronwrapError, PathError, UsageError
@@ -32,16 +41,20 @@ from cronwrap.ledger import base
 from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Iterator
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
 SINCE = timedelta(days=7)  # the window of status's counts and missed slots (its --since default)
 LEDGER_DEADLINE = 10.0  # seconds a request waits for the ledger before saying it did not answer
-HISTORY_LIMIT, HISTORY_MAX = 20, 100000  # /api/jobs/NAME/history?limit=N, as history --limit
-PAGE_SIZE, MAX_PAGE = 50, 2000
+# /api/jobs/NAME/history?limit=N: runs a request (history --limit's default; a request over the
+# cap is refused, not cut short, so a script never takes a part for the whole).
+HISTORY_LIMIT, HISTORY_MAX = 20, 1000
+PAGE_SIZE = 50
 CHART_RUNS = 200
+JSON_BATCH = 100  # items encoded a chunk at a time in a streamed JSON answer
 OUTPUT_LIMIT = 256 * 1024  # bytes of a captured output file shown (its end)
 TOKEN_MAX = 4096
+TOKEN_BYTES = 32  # of randomness in a token made at start
 THREADS = 4
 
 HEADERS = [
@@ -53,8 +66,11 @@ HEADERS = [
 ]
 HTML, JSON, TEXT = "text/html; charset=utf-8", "application/json", "text/plain; charset=utf-8"
 PROMETHEUS = "text/plain; version=0.0.4; charset=utf-8"
-REASONS = {200: "OK", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
-           500: "Internal Server Error", 503: "Service Unavailable"}
+REASONS = {200: "OK", 303: "See Other", 400: "Bad Request", 401: "Unauthorized",
+           404: "Not Found", 405: "Method Not Allowed", 500: "Internal Server Error",
+           503: "Service Unavailable"}
+UNAUTHORIZED = (b"401 Unauthorized: send Authorization: Bearer TOKEN, or open once the URL "
+                b"with ?token=TOKEN that cronwrap serve printed at start\n")
 
 
 class Listen(Record):
@@ -74,13 +90,12 @@ def parse_listen(text: str) -> Listen:
 
 
 def is_loopback(host: str) -> bool:
-    """127.0.0.0/8, ::1 and the name localhost: reachable from this host only."""
-    if host.lower() == "localhost":
-        return True
+    """127.0.0.0/8 and ::1: reachable from this host only. (A name is not: even localhost
+    resolves to what /etc/hosts says.)"""
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
-        return False  # another name: it may resolve to anything
+        return False
 
 
 def read_token(path: str) -> str:
@@ -107,14 +122,86 @@ def read_token(path: str) -> str:
     return token
 
 
-def check_listen(listen: Listen, token_file: str | None) -> str | None:
-    """The token to require, or None; refuses a non-loopback address without a token."""
-    if token_file is None:
-        if not is_loopback(listen.host):
-            raise UsageError(f"--listen {listen.host}: not a loopback address; give "
-                             "--token-file PATH so that every request needs its token")
-        return None
-    return read_token(token_file)
+def token_for(listen: Listen, token_file: str | None, no_auth: bool) -> tuple[str | None, bool]:
+    """The token every request must carry and whether it was made now (to be kept in a file
+    once the port is known); (None, False) for ``--no-auth``, refused beyond loopback."""
+    import secrets
+
+    if no_auth:
+        if token_file is not None:
+            raise UsageError("--no-auth and --token-file: give one of them")
+        if not (is_loopback(listen.host) or listen.host.lower() == "localhost"):
+            raise UsageError(f"--no-auth: --listen {listen.host} is not a loopback address "
+                             "(127.0.0.1, ::1, localhost); without --no-auth every request "
+                             "needs the token")
+        return None, False
+    if token_file is not None:
+        return read_token(token_file), False
+    return secrets.token_urlsafe(TOKEN_BYTES), True
+
+
+def same(given: str, expected: bytes) -> bool:
+    """Constant time, whatever ``given`` holds."""
+    return hmac.compare_digest(given.encode("utf-8", "replace"), expected)
+
+
+class Auth:
+    """Who may read: a request with ``Authorization: Bearer TOKEN``, or with the session
+    cookie that a request with ``?token=TOKEN`` sets. The cookie holds an HMAC of the token,
+    not the token; its name is derived from the token too, so two dashboards on one host
+    (cookies do not tell ports apart) do not overwrite each other's, and one whose token
+    changed does not receive a stale one."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token.encode("utf-8")
+        self.session = hmac.new(self.token, b"cronwrap serve session", "sha256").hexdigest()
+        tag = hmac.new(self.token, b"cronwrap serve cookie", "sha256").hexdigest()[:12]
+        self.cookie = f"cronwrap-{tag}"
+
+    def admits(self, environ: dict) -> bool:
+        scheme, _, given = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
+        if scheme.lower() == "bearer" and same(given.strip(), self.token):
+            return True
+        cookie = cookie_value(environ.get("HTTP_COOKIE", ""), self.cookie)
+        return cookie is not None and same(cookie, self.session.encode())
+
+    def set_cookie(self, path: str) -> str:
+        """``Secure`` is left out: the server speaks plain HTTP (a TLS proxy may add it)."""
+        return f"{self.cookie}={self.session}; Path={path}; HttpOnly; SameSite=Strict"
+
+
+def cookie_value(header: str, name: str) -> str | None:
+    for part in header.split(";"):
+        key, sep, value = part.strip().partition("=")
+        if sep and key == name:
+            return value.strip().strip('"')
+    return None
+
+
+def keep_token(token: str, listen: Listen, port: int,
+               environ: dict[str, str] | os._Environ = os.environ) -> Path:
+    """A token made at start, kept for its user (to paste, or for curl) in STATE/serve/
+    HOST-PORT.token: a private directory (0700, yours), a new file (0600, O_EXCL and
+    O_NOFOLLOW: never through a link) renamed into place."""
+    from cronwrap.paths import ensure_private_dir, file_name, resolve_dirs
+
+    try:
+        directory = ensure_private_dir(resolve_dirs(environ).state / "serve")
+        path = directory / file_name(f"{listen.host}-{port}.token")
+        temporary = directory / f".{path.name}.{os.getpid()}"
+        temporary.unlink(missing_ok=True)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                     | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, f"{token}\n".encode())
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)
+    except (OSError, PathError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise UsageError(f"serve: cannot keep the token it made: {reason}; give --token-file "
+                         "FILE (a token of yours), or set CRONWRAP_HOME") from None
+    return path
 
 
 class Deadline(Exception):
@@ -144,8 +231,10 @@ def within(seconds: float, work: Callable[[], object]) -> object:
 
 
 class Response(Record):
+    """``body``: bytes, or chunks of bytes streamed as they are made (no Content-Length)."""
+
     status: int
-    body: bytes
+    body: bytes | Iterable[bytes]
     content_type: str
     extra: list[tuple[str, str]]
     _defaults = dict(content_type=HTML, extra=[])
@@ -155,23 +244,67 @@ def html(status: int, text: str) -> Response:
     return Response(status, text.encode("utf-8"), HTML, [])
 
 
+def text(status: int, line: str, extra: list[tuple[str, str]] | None = None) -> Response:
+    return Response(status, f"{status} {REASONS[status]}: {line}\n".encode(), TEXT, extra or [])
+
+
+def unauthorized() -> Response:
+    return Response(401, UNAUTHORIZED, TEXT, [("WWW-Authenticate", 'Bearer realm="cronwrap"')])
+
+
+def is_run_id(text: str) -> bool:
+    return text.isascii() and text.isdigit() and 0 < len(text) < 19
+
+
+def here(path: str, query: str = "") -> str:
+    """A link to the page at ``path`` (as requested, encoded) with ``query``, relative to
+    itself: it holds behind a proxy that serves the dashboard under a prefix."""
+    return "./" + path.rpartition("/")[2] + (f"?{query}" if query else "")
+
+
+def json_array(items: list, encode: Callable[[object], dict]) -> Iterator[bytes]:
+    """``json.dumps([encode(i) for i in items], indent=2)`` and a newline, a batch of items at
+    a time: the answer's text is never whole in memory."""
+    if not items:
+        yield b"[]\n"
+        return
+    for start in range(0, len(items), JSON_BATCH):
+        batch = ",\n".join("  " + json.dumps(encode(i), indent=2).replace("\n", "\n  ")
+                           for i in items[start:start + JSON_BATCH])
+        yield (("[\n" if start == 0 else ",\n") + batch).encode("utf-8")
+    yield b"\n]\n"
+
+
+def streamed(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """``chunks``, made while waitress sends them, after ``respond`` returned: a failure there
+    is one line on stderr too (the answer ends short), never waitress's traceback."""
+    try:
+        yield from chunks
+    except Exception as exc:
+        sys.stderr.write(f"cronwrap serve: {type(exc).__name__} while answering a request\n")
+
+
 class Dashboard:
     """The WSGI application. ``open_ledger()`` opens the ledger read-only (the same
     resolution as every command); ``log_dirs(job)`` are this host's trusted log directories
-    for the job (``logs``'s); ``clock()`` is now, in UTC; ``label`` names the ledger on pages
-    (passwords redacted)."""
+    for the job (``logs``'s); ``auth`` who may read (None: anyone, ``--no-auth``); ``clock()``
+    is now, in UTC; ``label`` names the ledger on pages (passwords redacted)."""
 
     def __init__(self, open_ledger: Callable[[], base.Ledger],
-                 log_dirs: Callable[[str], list[Path]], token: str | None = None,
+                 log_dirs: Callable[[str], list[Path]], auth: Auth | None,
                  label: str = "", clock: Callable[[], datetime] | None = None,
                  deadline: float = LEDGER_DEADLINE) -> None:
         self.open_ledger = open_ledger
         self.log_dirs = log_dirs
-        self.token = token
+        self.auth = auth
         self.label = label
         self.clock = clock or (lambda: datetime.now(timezone.utc))
         self.deadline = deadline
         self.strips = Strips()
+
+    @property
+    def site(self) -> pages.Site:
+        return pages.Site(ledger=self.label, open=self.auth is None)
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         method = environ.get("REQUEST_METHOD", "GET")
@@ -180,40 +313,50 @@ class Dashboard:
         except Exception as exc:  # one line on stderr, never a traceback with a URL in it
             sys.stderr.write(f"cronwrap serve: {type(exc).__name__} while answering a request\n")
             response = html(500, pages.problem_page(500, "Internal error",
-                                                    "cronwrap could not draw this page."))
-        headers = [("Content-Type", response.content_type),
-                   ("Content-Length", str(len(response.body))), *HEADERS, *response.extra]
+                                                    "cronwrap could not draw this page.",
+                                                    self.site))
+        headers = [("Content-Type", response.content_type), *HEADERS, *response.extra]
+        body = response.body
+        if isinstance(body, bytes):
+            headers.insert(1, ("Content-Length", str(len(body))))
+            body = [body]
+        else:
+            body = streamed(body)
         start_response(f"{response.status} {REASONS.get(response.status, '')}", headers)
-        return [b"" if method == "HEAD" else response.body]
+        return [] if method == "HEAD" else body
 
     def respond(self, environ: dict, method: str) -> Response:
-        if self.token is not None and not self.authorized(environ.get("HTTP_AUTHORIZATION", "")):
-            return Response(401, b"401 Unauthorized: send Authorization: Bearer TOKEN\n", TEXT,
-                            [("WWW-Authenticate", 'Bearer realm="cronwrap"')])
-        if method not in ("GET", "HEAD"):
-            return Response(405, b"405 Method Not Allowed: cronwrap serve is read-only\n", TEXT,
-                            [("Allow", "GET, HEAD")])
         raw = environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
         path, _, query = raw.partition("?")
+        query = query or environ.get("QUERY_STRING", "")
+        params = {k: v[-1] for k, v in parse_qs(query).items()}
+        if self.auth is not None:
+            if "token" in params:
+                return self.sign_in(params["token"], path, query, environ)
+            if not self.auth.admits(environ):
+                return unauthorized()
+        if method not in ("GET", "HEAD"):
+            return text(405, "cronwrap serve is read-only", [("Allow", "GET, HEAD")])
         segments = [unquote(s) for s in path.split("/")[1:]]
-        params = {k: v[-1] for k, v in parse_qs(query or environ.get("QUERY_STRING", "")).items()}
         root = "../" * (len(segments) - 1) or "./"  # pages link relatively (any proxy prefix)
         try:
-            return self.route(segments, params, root)
+            return self.route(segments, params, root, path)
         except Deadline as exc:
             return self.unavailable(str(exc), root)
         except CronwrapError as exc:  # LedgerError and kin: one line, passwords redacted
             return self.unavailable(f"the ledger did not answer: {exc}", root)
 
-    def authorized(self, header: str) -> bool:
-        import hmac
+    def sign_in(self, given: str, path: str, query: str, environ: dict) -> Response:
+        """``?token=TOKEN``: a redirect to the same page without it, setting the session
+        cookie, so the token leaves the address bar at once."""
+        if not same(given, self.auth.token):  # type: ignore[union-attr]
+            return unauthorized()
+        kept = "&".join(p for p in query.split("&")
+                        if p and unquote_plus(p.partition("=")[0]) != "token")
+        cookie = self.auth.set_cookie(environ.get("SCRIPT_NAME", "") + "/")  # type: ignore[union-attr]
+        return text(303, "signed in", [("Location", here(path, kept)), ("Set-Cookie", cookie)])
 
-        scheme, _, given = header.partition(" ")
-        if scheme.lower() != "bearer":
-            return False
-        return hmac.compare_digest(given.strip().encode(), self.token.encode())  # type: ignore[union-attr]
-
-    def route(self, seg: list[str], params: dict[str, str], root: str) -> Response:
+    def route(self, seg: list[str], params: dict[str, str], root: str, path: str) -> Response:
         if seg == [""]:
             return self.overview()
         if seg == ["metrics"]:
@@ -228,6 +371,8 @@ class Dashboard:
         if len(seg) >= 4 and seg[0] == "jobs" and seg[-2] == "runs":
             return self.run("/".join(seg[1:-2]), seg[-1], root)
         if len(seg) >= 2 and seg[0] == "jobs" and any(seg[1:]):
+            if "page" in params:  # the numbered pages of earlier versions: the newest runs
+                return text(303, "runs are paged by run id now", [("Location", here(path))])
             return self.job("/".join(seg[1:]), params, root)
         return self.not_found("No such page", "See the list of all jobs.", root)
 
@@ -255,61 +400,79 @@ class Dashboard:
     def overview(self) -> Response:
         def work(ledger: base.Ledger, now: datetime) -> str:
             reports = self.reports(ledger, now)
-            return pages.overview(reports, self.strips.get(ledger, reports, now), now, self.label)
+            return pages.overview(reports, self.strips.get(ledger, reports, now), now, self.site)
 
         return html(200, self.read(work))  # type: ignore[arg-type]
 
     def metrics(self) -> Response:
         from cronwrap import monitor
 
-        text = self.read(lambda ledger, now: monitor.prometheus(self.reports(ledger, now), now))
-        return Response(200, str(text).encode("utf-8"), PROMETHEUS, [])
+        exposition = self.read(lambda ledger, now: monitor.prometheus(self.reports(ledger, now), now))
+        return Response(200, str(exposition).encode("utf-8"), PROMETHEUS, [])
 
     def healthz(self) -> Response:
         self.read(lambda ledger, now: ledger.job_info(""))  # a query the ledger must answer
-        return Response(200, b"ok\n", TEXT, [])
+        note = b"" if self.auth else f"warning: {pages.OPEN_BANNER}\n".encode()
+        return Response(200, b"ok\n" + note, TEXT, [])
 
     def api_status(self) -> Response:
         from cronwrap import report
 
-        def work(ledger: base.Ledger, now: datetime) -> list:
-            return [report.report_json(r, now) for r in self.reports(ledger, now)]
-
-        return self.json(self.read(work))
+        reports, now = self.read(lambda ledger, now: (self.reports(ledger, now), now))  # type: ignore[misc]
+        return self.json(reports, lambda r: report.report_json(r, now))
 
     def api_history(self, name: str, params: dict[str, str]) -> Response:
-        limit = params.get("limit", str(HISTORY_LIMIT))
+        limit, before = params.get("limit", str(HISTORY_LIMIT)), params.get("before")
         if not (limit.isascii() and limit.isdigit() and 1 <= int(limit) <= HISTORY_MAX):
-            return Response(400, f"limit: 1 to {HISTORY_MAX}\n".encode(), TEXT, [])
+            return text(400, f"limit: 1 to {HISTORY_MAX} runs a request; for older runs add "
+                        "before=RUN_ID, the last run_id of an answer (its Link header)")
+        if before is not None and not is_run_id(before):
+            return text(400, "before: a run id (a positive number)")
+        count = int(limit)
 
-        def work(ledger: base.Ledger, now: datetime) -> list | None:
-            runs = ledger.runs(name, int(limit))
+        def work(ledger: base.Ledger, now: datetime) -> tuple | None:
+            runs = ledger.runs(name, count + 1, before=None if before is None else int(before))
             if not runs and ledger.job_info(name) is None:
                 return None
-            return [r.to_json(now) for r in runs]
+            return runs, now
 
         found = self.read(work)
         if found is None:
             return Response(404, b"[]\n", JSON, [])
-        return self.json(found)
+        runs, now = found  # type: ignore[misc]
+        extra = []
+        if len(runs) > count:  # older runs: the next page's URL, relative to this one
+            runs = runs[:count]
+            extra.append(("Link", f'<history?limit={count}&before={runs[-1].run_id}>; rel="next"'))
+        return self.json(runs, lambda r: r.to_json(now), extra)
 
-    def json(self, data: object) -> Response:
-        return Response(200, (json.dumps(data, indent=2) + "\n").encode("utf-8"), JSON, [])
+    def json(self, items: list, encode: Callable[[object], dict],
+             extra: list[tuple[str, str]] | None = None) -> Response:
+        return Response(200, json_array(items, encode), JSON, extra or [])
 
     def job(self, name: str, params: dict[str, str], root: str = "../") -> Response:
-        text = params.get("page", "1")
-        page = int(text) if text.isascii() and text.isdigit() and 0 < int(text) <= MAX_PAGE else 1
+        """The job's page: its newest runs, or (``?before=RUN_ID``) the PAGE_SIZE runs below
+        that id; either way a few hundred rows are read, however long the job's history."""
+        given = params.get("before")
+        if given is not None and not is_run_id(given):
+            return text(400, "before: a run id (a positive number)")
+        before = None if given is None else int(given)
 
         def work(ledger: base.Ledger, now: datetime) -> str | None:
-            runs = ledger.runs(name, max(page * PAGE_SIZE + 1, CHART_RUNS))
-            if not runs and ledger.job_info(name) is None:
+            chart = ledger.runs(name, CHART_RUNS)
+            if not chart and ledger.job_info(name) is None:
                 return None
+            if before is None:
+                shown, newer = chart[:PAGE_SIZE + 1], None
+            else:
+                shown = ledger.runs(name, PAGE_SIZE + 1, before=before)
+                above = shown[0].run_id if shown else before - 1
+                newer = ledger.runs_after(name, above, PAGE_SIZE + 1)
             reports = self.reports(ledger, now, [name])
             rep = reports[0] if reports else None
             explanation, words = explain(rep, now)
-            shown = runs[(page - 1) * PAGE_SIZE:page * PAGE_SIZE]
-            return pages.job_page(rep, name, shown, runs[:CHART_RUNS], explanation, words, page,
-                                  len(runs) > page * PAGE_SIZE, now, self.label, root)
+            return pages.job_page(rep, name, shown[:PAGE_SIZE], chart, explanation, words,
+                                  pager(shown, newer), now, self.site, root)
 
         text_page = self.read(work)
         if text_page is None:
@@ -317,7 +480,7 @@ class Dashboard:
         return html(200, text_page)  # type: ignore[arg-type]
 
     def run(self, name: str, run_id: str, root: str = "../../../") -> Response:
-        if not (run_id.isascii() and run_id.isdigit() and 0 < len(run_id) < 19):
+        if not is_run_id(run_id):
             return self.not_found("No such run", "A run id is a number.", root)
 
         def work(ledger: base.Ledger, now: datetime) -> tuple | None:
@@ -331,13 +494,28 @@ class Dashboard:
         dirs = self.log_dirs(name)
         output, source = captured_output(run, dirs)
         return html(200, pages.run_page(run, run_events(run, dirs), output, source, now,
-                                        self.label, root))
+                                             self.site, root))
 
     def not_found(self, title: str, detail: str, root: str = "./") -> Response:
-        return html(404, pages.problem_page(404, title, detail, root))
+        return html(404, pages.problem_page(404, title, detail, self.site, root))
 
     def unavailable(self, detail: str, root: str = "./") -> Response:
-        return html(503, pages.problem_page(503, "The ledger is not answering", detail, root))
+        return html(503, pages.problem_page(503, "The ledger is not answering", detail,
+                                            self.site, root))
+
+
+def pager(shown: list[base.Run], newer: list[base.Run] | None) -> pages.Pager:
+    """The links beside a page of runs: ``shown`` (PAGE_SIZE + 1 read, newest first) and
+    ``newer``, up to PAGE_SIZE + 1 runs just above it, oldest first (None: this is the page of
+    the newest runs). A page is named by the run id it starts below."""
+    if not newer:
+        newer_query = None
+    elif len(newer) > PAGE_SIZE:
+        newer_query = f"?before={newer[PAGE_SIZE].run_id}"
+    else:
+        newer_query = ""  # the newest runs: the job's page itself
+    older = f"?before={shown[PAGE_SIZE - 1].run_id}" if len(shown) > PAGE_SIZE else None
+    return pages.Pager(newer=newer_query, older=older)
 
 
 class Strips:
@@ -436,28 +614,46 @@ def captured_output(run: base.Run, log_dirs: list[Path]) -> tuple[str | None, st
     return None, ""
 
 
-def serve(app: Dashboard, listen: Listen, threads: int = THREADS) -> int:
-    """Serve ``app`` until interrupted; one line says where."""
+def serve(app: Dashboard, listen: Listen, made: bool = False, threads: int = THREADS) -> int:
+    """Serve ``app`` until interrupted (SIGINT or SIGTERM). ``made``: its token was made at
+    start, to be kept in a file (removed at the end) and printed in a URL. One line says
+    where it listens and how it is protected."""
+    import signal
+
     try:
-        from waitress.server import create_server
+        from cronwrap import webserver
     except ImportError:
         raise UsageError("serve needs the waitress package: reinstall cronwrap "
                          "(pip install .) to get its dependencies") from None
     try:
-        server = create_server(app, host=listen.host, port=listen.port, threads=threads,
-                               ident="cronwrap", expose_tracebacks=False,
-                               clear_untrusted_proxy_headers=True)
-    except OSError as exc:
-        raise UsageError(f"--listen {listen.host}:{listen.port}: {exc.strerror or exc}") from None
-    host = getattr(server, "effective_host", listen.host)
-    port = getattr(server, "effective_port", listen.port)
-    shown = f"[{host}]" if ":" in str(host) else host
-    print(f"cronwrap serve: listening on http://{shown}:{port}/"
-          + (f" (ledger {app.label})" if app.label else ""), flush=True)
+        server, bound = webserver.create(app, listen.host, listen.port, threads)
+    except (OSError, ValueError) as exc:  # waitress: ValueError for a name that does not resolve
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else \
+            "no address of that name here" if isinstance(exc, ValueError) else str(exc)
+        raise UsageError(f"--listen {listen.host}:{listen.port}: {reason}") from None
+    kept = None
     try:
-        server.run()
-    except KeyboardInterrupt:
-        pass
+        urls = [f"http://{f'[{host}]' if ':' in host else host}:{port}/" for host, port in bound]
+        if app.auth is None:
+            beyond = [url for (host, _), url in zip(bound, urls) if not is_loopback(host)]
+            if beyond:  # the name resolved to more than loopback: /etc/hosts, DNS
+                raise UsageError(f"--no-auth: --listen {listen.host} bound {beyond[0]}, not a "
+                                 "loopback address; without --no-auth every request needs "
+                                 "the token")
+            how = "no authentication (--no-auth): every user of this host can read it"
+        elif made:
+            kept = keep_token(app.auth.token.decode(), listen, bound[0][1])
+            how = f"token in {kept}"
+        else:
+            how = "token from --token-file"
+        ledger = f" (ledger {app.label})" if app.label else ""
+        print(f"cronwrap serve: listening on {' and '.join(urls)}{ledger}; {how}", flush=True)
+        if kept is not None:
+            print(f"cronwrap serve: open {urls[0]}?token={app.auth.token.decode()}", flush=True)  # type: ignore[union-attr]
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # SystemExit ends run() cleanly
+        server.run()  # returns on KeyboardInterrupt or SystemExit
     finally:
         server.close()
+        if kept is not None:
+            kept.unlink(missing_ok=True)
     return 0

@@ -105,6 +105,7 @@ BAD_STATUSES = (FAILED, TIMEOUT, KILLED)  # the run did not succeed: health crit
 OVERLAP, DUPLICATE, TOO_LATE, LEASE_LOST, TOO_FAST = Reason
 
 UTC = timezone.utc
+NO_RUN_ID = 2**62  # above every run id: "before" it is every run
 
 
 def iso(t: datetime | None) -> str | None:
@@ -296,8 +297,15 @@ class Ledger(Protocol):
         """Record the end of ``run`` if its row is still this claim's (as ``heartbeat``);
         False when the lease was lost (another runner took the slot over: its record stands)."""
 
-    def runs(self, job: str, limit: int = 50, since: datetime | None = None) -> list[Run]:
-        """Runs of ``job``, newest first."""
+    def runs(self, job: str, limit: int = 50, since: datetime | None = None,
+             before: int | None = None) -> list[Run]:
+        """Runs of ``job``, newest first, at most ``limit``: those created since ``since``, or
+        those whose id is below ``before`` (keyset paging: the last run_id of the page before;
+        no more rows are read than returned, however long the job's history). Not both."""
+
+    def runs_after(self, job: str, after: int, limit: int) -> list[Run]:
+        """The ``limit`` runs of ``job`` whose ids come right after ``after``, oldest first
+        (the page newer than a page of ``runs(before=…)``)."""
 
     def get_run(self, job: str, run_id: int) -> Run | None: ...
 

@@ -158,10 +158,21 @@ class SqlLedger(ABC):
             )
             return cur.rowcount == 1
 
-    def runs(self, job: str, limit: int = 50, since: datetime | None = None) -> list[Run]:
-        since_db = self._to_db(since) if since else self._to_db(datetime(1970, 1, 2, tzinfo=base.UTC))
+    def runs(self, job: str, limit: int = 50, since: datetime | None = None,
+             before: int | None = None) -> list[Run]:
+        if since is not None and before is not None:
+            raise ValueError("runs: give since or before, not both")
         with self._tx(write=False) as cur:
-            rows = self._all(cur, "runs_of_job", job=job, since=since_db, limit=limit)
+            if since is not None:
+                rows = self._all(cur, "runs_of_job", job=job, since=self._to_db(since), limit=limit)
+            else:
+                rows = self._all(cur, "runs_before", job=job, limit=limit,
+                                 before=base.NO_RUN_ID if before is None else before)
+        return [self._run(r) for r in rows]
+
+    def runs_after(self, job: str, after: int, limit: int) -> list[Run]:
+        with self._tx(write=False) as cur:
+            rows = self._all(cur, "runs_after", job=job, after=after, limit=limit)
         return [self._run(r) for r in rows]
 
     def get_run(self, job: str, run_id: int) -> Run | None:

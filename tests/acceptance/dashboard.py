@@ -10,6 +10,8 @@ import urllib.request
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
+
 from cronwrap.ledger.base import ClaimRequest, Finish, JobInfo, Mark
 from cronwrap.ledger.sqlite import SqliteLedger
 
@@ -57,11 +59,29 @@ def hourly_history(path: Path) -> None:
         ledger.close()
 
 
-class Server:
-    """``cronwrap serve`` as a process; ``url`` once it said where it listens."""
+@pytest.fixture
+def filled(cw):
+    """``cw`` over the ledger of ``fill_ledger``."""
+    fill_ledger(cw)
+    return cw
 
-    def __init__(self, cw, *args: str, env: dict[str, str] | None = None) -> None:
-        self.proc = cw.popen("serve", "--listen", "127.0.0.1:0", *args, env=env, text=True)
+
+@pytest.fixture
+def server(filled):
+    """``cronwrap serve`` over it, as started by default (a token made at start)."""
+    running = Server(filled)
+    yield running
+    running.stop()
+
+
+class Server:
+    """``cronwrap serve`` as a process; ``url`` once it said where it listens. ``token``: the
+    one it made at start (read from the URL it printed), or the one given for --token-file;
+    ``fetch`` sends it unless told not to."""
+
+    def __init__(self, cw, *args: str, env: dict[str, str] | None = None,
+                 listen: str = "127.0.0.1:0", token: str | None = None) -> None:
+        self.proc = cw.popen("serve", "--listen", listen, *args, env=env, text=True)
         line = self.proc.stdout.readline()
         found = re.search(r"listening on (http://\S+/)", line)
         if not found:
@@ -69,6 +89,21 @@ class Server:
             raise AssertionError(f"serve did not start: {line!r} {self.proc.stderr.read()!r}")
         self.url = found.group(1)
         self.line = line
+        self.token, self.token_url, self.token_file = token, None, None
+        made = re.search(r"; token in (\S+)$", line)
+        if made:
+            self.token_file = Path(made.group(1))
+            opened = self.proc.stdout.readline()
+            self.line += opened
+            self.token_url = re.search(r"open (http://\S+)", opened).group(1)
+            self.token = self.token_url.partition("?token=")[2]
+
+    def fetch(self, url: str, method: str = "GET", headers: dict[str, str] | None = None,
+              timeout: float = 60, auth: bool = True, data: bytes | None = None) -> Reply:
+        given = dict(headers or {})
+        if auth and self.token:
+            given.setdefault("Authorization", f"Bearer {self.token}")
+        return fetch(url, method, given, timeout, data)
 
     def stop(self) -> tuple[str, str]:
         self.proc.terminate()
@@ -80,7 +115,12 @@ class Server:
         return self.line + (out or ""), err or ""
 
 
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never through a proxy
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None  # a redirect is an answer of its own here (HTTPError with its status)
+
+
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect)  # no proxy
 
 
 class Reply:
@@ -90,9 +130,9 @@ class Reply:
 
 
 def fetch(url: str, method: str = "GET", headers: dict[str, str] | None = None,
-          timeout: float = 60) -> Reply:
-    request = urllib.request.Request(url, method=method, headers=headers or {},
-                                     data=b"x=1" if method in ("POST", "PUT", "PATCH") else None)
+          timeout: float = 60, data: bytes | None = None) -> Reply:
+    """One request, its answer whatever the status; redirects are not followed."""
+    request = urllib.request.Request(url, method=method, headers=headers or {}, data=data)
     try:
         with _OPENER.open(request, timeout=timeout) as response:
             return Reply(response.status, response.headers, response.read())

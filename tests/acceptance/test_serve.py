@@ -13,20 +13,10 @@ from urllib.parse import quote, urljoin
 import pytest
 
 from tests.acceptance.conftest import wait_for
-from tests.acceptance.dashboard import HOURLY, SCRIPT_NAME, Server, fetch, fill_ledger
+from tests.acceptance import dashboard
+from tests.acceptance.dashboard import HOURLY, SCRIPT_NAME, Server
 
-
-@pytest.fixture
-def filled(cw):
-    fill_ledger(cw)
-    return cw
-
-
-@pytest.fixture
-def server(filled):
-    running = Server(filled)
-    yield running
-    running.stop()
+filled, server = dashboard.filled, dashboard.server  # fixtures
 
 
 def job_url(server: Server, name: str) -> str:
@@ -36,7 +26,7 @@ def job_url(server: Server, name: str) -> str:
 # -- pages -------------------------------------------------------------------------------------
 
 def test_overview_shows_every_job_critical_first(server):
-    reply = fetch(server.url)
+    reply = server.fetch(server.url)
     assert reply.status == 200 and reply.headers["Content-Type"].startswith("text/html")
     rows = re.findall(r'<tr data-health="(\w+)"><td><a href="([^"]+)">', reply.text)
     healths, names = [health for health, _ in rows], [href for _, href in rows]
@@ -49,7 +39,7 @@ def test_overview_shows_every_job_critical_first(server):
 
 
 def test_overview_shows_last_run_and_strip(server):
-    text = fetch(server.url).text
+    text = server.fetch(server.url).text
     row = next(r for r in text.split("<tr ") if 'href="jobs/hourly-report"' in r)
     assert '<span class="s-magenta">timeout</span>' in row and "<td>124</td>" in row
     assert "<td>host-a</td>" in row and " ago</span>" in row and ">in " in row  # when, next due
@@ -65,7 +55,7 @@ def test_overview_shows_what_runs_now(filled):
                              for r in filled.json("history", "slow", "--json")), 30, "the run")
         running = Server(filled)
         try:
-            text = fetch(running.url).text
+            text = running.fetch(running.url).text
         finally:
             running.stop()
     finally:
@@ -77,7 +67,7 @@ def test_overview_shows_what_runs_now(filled):
 
 
 def test_job_page_explains_schedule_charts_and_pages_runs(server):
-    reply = fetch(job_url(server, HOURLY))
+    reply = server.fetch(job_url(server, HOURLY))
     assert reply.status == 200
     text = reply.text
     assert "<code>0 * * * *</code> in UTC: At the start of every hour" in text
@@ -87,11 +77,12 @@ def test_job_page_explains_schedule_charts_and_pages_runs(server):
     assert 'id="late"' in text and re.search("[23] slots passed without a run", text)
     runs = re.findall(r'<a href="../jobs/hourly-report/runs/(\d+)">', text)
     assert len(runs) == 50 and runs == sorted(runs, key=int, reverse=True)
-    assert 'rel="next" href="../jobs/hourly-report?page=2"' in text
-    second = fetch(job_url(server, HOURLY) + "?page=2").text
+    assert f'rel="next" href="../jobs/hourly-report?before={runs[-1]}"' in text  # by run id
+    assert 'rel="prev"' not in text
+    second = server.fetch(job_url(server, HOURLY) + f"?before={runs[-1]}").text
     older = re.findall(r'<a href="../jobs/hourly-report/runs/(\d+)">', second)
-    assert older and int(older[0]) < int(runs[-1]) and 'rel="prev"' in second
-    assert 'rel="next"' not in second
+    assert older and int(older[0]) < int(runs[-1]) and 'rel="next"' not in second
+    assert 'rel="prev" href="../jobs/hourly-report"' in second  # the newest runs again
 
 
 def test_job_page_notes_dst(filled):
@@ -99,7 +90,7 @@ def test_job_page_notes_dst(filled):
            "true")
     running = Server(filled)
     try:
-        text = fetch(job_url(running, "berlin")).text
+        text = running.fetch(job_url(running, "berlin")).text
     finally:
         running.stop()
     assert "<code>30 2 * * *</code> in Europe/Berlin: At 02:30 every day" in text
@@ -110,7 +101,7 @@ def test_job_page_notes_dst(filled):
 
 def test_run_page_shows_fields_events_and_output(server, filled):
     (run,) = filled.json("history", "demo", "--json")
-    reply = fetch(f"{job_url(server, 'demo')}/runs/{run['run_id']}")
+    reply = server.fetch(f"{job_url(server, 'demo')}/runs/{run['run_id']}")
     assert reply.status == 200
     text = reply.text
     for field in ("run_key", "fence", "started_at", "duration_ms", "exit_code", "boot_id"):
@@ -122,7 +113,7 @@ def test_run_page_shows_fields_events_and_output(server, filled):
 
 def test_run_page_falls_back_to_the_ledger_tail(server, filled):
     (run,) = filled.json("history", HOURLY, "--limit", "1", "--json")
-    text = fetch(f"{job_url(server, HOURLY)}/runs/{run['run_id']}").text
+    text = server.fetch(f"{job_url(server, HOURLY)}/runs/{run['run_id']}").text
     assert "the ledger&#x27;s tail" in text and '<pre id="output">boom\n</pre>' in text
 
 
@@ -130,14 +121,14 @@ def test_a_job_named_script_is_escaped_everywhere(server, filled):
     (run,) = filled.json("history", SCRIPT_NAME, "--json")
     for url in (server.url, job_url(server, SCRIPT_NAME),
                 f"{job_url(server, SCRIPT_NAME)}/runs/{run['run_id']}"):
-        reply = fetch(url)
+        reply = server.fetch(url)
         assert reply.status == 200, url
         assert "<script" not in reply.text and "<img" not in reply.text, url
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in reply.text, url
         assert "script-src" not in reply.headers["Content-Security-Policy"]  # none allowed
         assert reply.headers["Content-Security-Policy"].startswith("default-src 'none'")
         assert reply.headers["X-Content-Type-Options"] == "nosniff"
-    run_page = fetch(f"{job_url(server, SCRIPT_NAME)}/runs/{run['run_id']}").text
+    run_page = server.fetch(f"{job_url(server, SCRIPT_NAME)}/runs/{run['run_id']}").text
     assert "&lt;script&gt;alert(2)&lt;/script&gt;" in run_page
     assert "&lt;img src=x onerror=alert(3)&gt;" in run_page
 
@@ -147,7 +138,7 @@ def test_control_characters_in_output_are_shown_escaped(filled):
     (run,) = filled.json("history", "noisy", "--json")
     running = Server(filled)
     try:
-        text = fetch(f"{job_url(running, 'noisy')}/runs/{run['run_id']}").text
+        text = running.fetch(f"{job_url(running, 'noisy')}/runs/{run['run_id']}").text
     finally:
         running.stop()
     assert '<pre id="output">a\\x1b]0;retitled\\x07b\r\n</pre>' in text
@@ -161,7 +152,7 @@ def without(lines: str, prefix: str) -> list[str]:
 
 
 def test_metrics_are_status_format_prometheus(server, filled):
-    reply = fetch(server.url + "metrics")
+    reply = server.fetch(server.url + "metrics")
     assert reply.status == 200 and reply.headers["Content-Type"].startswith("text/plain; version=0.0.4")
     expected = filled("status", "--format", "prometheus", check_rc=0).stdout.decode()
     # the next due slot moves on at a slot boundary between the two reads: compared apart
@@ -170,7 +161,7 @@ def test_metrics_are_status_format_prometheus(server, filled):
 
 
 def test_api_status_is_status_json(server, filled):
-    reply = fetch(server.url + "api/status")
+    reply = server.fetch(server.url + "api/status")
     assert reply.status == 200 and reply.headers["Content-Type"] == "application/json"
     served = {j["job"]: j for j in json.loads(reply.body)}
     shown = {j["job"]: j for j in filled.json("status", "--json")}
@@ -181,16 +172,16 @@ def test_api_status_is_status_json(server, filled):
 
 
 def test_api_history_is_history_json(server, filled):
-    served = fetch(f"{server.url}api/jobs/{HOURLY}/history?limit=7")
+    served = server.fetch(f"{server.url}api/jobs/{HOURLY}/history?limit=7")
     assert served.status == 200
     assert json.loads(served.body) == filled.json("history", HOURLY, "--limit", "7", "--json")
-    default = json.loads(fetch(f"{server.url}api/jobs/{quote(SCRIPT_NAME, safe='')}/history").body)
+    default = json.loads(server.fetch(f"{server.url}api/jobs/{quote(SCRIPT_NAME, safe='')}/history").body)
     assert default == filled.json("history", SCRIPT_NAME, "--json")
-    assert fetch(f"{server.url}api/jobs/{HOURLY}/history?limit=0").status == 400
+    assert server.fetch(f"{server.url}api/jobs/{HOURLY}/history?limit=0").status == 400
 
 
 def test_healthz_answers_when_the_ledger_does(server):
-    reply = fetch(server.url + "healthz")
+    reply = server.fetch(server.url + "healthz")
     assert (reply.status, reply.text) == (200, "ok\n")
 
 
@@ -199,12 +190,14 @@ def test_healthz_answers_when_the_ledger_does(server):
 @pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"])
 @pytest.mark.parametrize("path", ["", "metrics", "jobs/demo", "api/status", "healthz"])
 def test_only_get_and_head(server, method, path):
-    reply = fetch(server.url + path, method=method)
+    reply = server.fetch(server.url + path, method=method)
     assert reply.status == 405 and reply.headers["Allow"] == "GET, HEAD"
+    with_body = server.fetch(server.url + path, method=method, data=b"x=1")
+    assert with_body.status == 413 and with_body.text == "413 Content Too Large: cronwrap serve takes no request body\n"
 
 
 def test_head_gives_headers_without_a_body(server):
-    head, get = fetch(server.url, method="HEAD"), fetch(server.url)
+    head, get = server.fetch(server.url, method="HEAD"), server.fetch(server.url)
     assert head.status == 200 and head.body == b""
     assert abs(int(head.headers["Content-Length"]) - len(get.body)) < 200  # "N s ago" may change
 
@@ -213,22 +206,22 @@ def test_head_gives_headers_without_a_body(server):
                                   "jobs/nope/runs/1", "api/jobs/nope/history", "nothing",
                                   "jobs/demo/extra/1"])
 def test_unknown_job_run_or_page_is_404(server, path):
-    assert fetch(server.url + path).status == 404
+    assert server.fetch(server.url + path).status == 404
 
 
 def test_a_run_of_another_job_is_404(server, filled):
     (run,) = filled.json("history", "demo", "--json")
-    assert fetch(f"{job_url(server, HOURLY)}/runs/{run['run_id']}").status == 404
+    assert server.fetch(f"{job_url(server, HOURLY)}/runs/{run['run_id']}").status == 404
 
 
 # -- listening safely --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("listen", ["0.0.0.0:0", "[::]:0", "192.0.2.1:8080", "example.com:80"])
-def test_non_loopback_without_a_token_is_refused(cw, listen):
-    proc = cw("serve", "--listen", listen, timeout=20)
+def test_no_auth_beyond_loopback_is_refused(cw, listen):
+    proc = cw("serve", "--listen", listen, "--no-auth", timeout=20)
     assert proc.returncode == 125 and proc.stdout == b""
     lines = proc.stderr.decode().splitlines()
-    assert len(lines) == 1 and "--token-file" in lines[0], lines
+    assert len(lines) == 1 and "--no-auth" in lines[0] and "not a loopback" in lines[0], lines
 
 
 @pytest.mark.parametrize("listen", ["8080", "host:", "127.0.0.1:99999", ":80"])
@@ -250,16 +243,16 @@ def test_with_a_token_every_request_needs_it(filled, tmp_path):
     running = Server(filled, "--token-file", str(path))
     try:
         for p in ("", "metrics", "healthz", "api/status", f"jobs/{HOURLY}", "nothing"):
-            assert fetch(running.url + p).status == 401, p
-            assert fetch(running.url + p, headers={"Authorization": "Bearer wrong"}).status == 401
-            assert fetch(running.url + p, headers={"Authorization": "Basic czNjcmV0"}).status == 401
-        missing = fetch(running.url)
+            assert running.fetch(running.url + p).status == 401, p
+            assert running.fetch(running.url + p, headers={"Authorization": "Bearer wrong"}).status == 401
+            assert running.fetch(running.url + p, headers={"Authorization": "Basic czNjcmV0"}).status == 401
+        missing = running.fetch(running.url)
         assert missing.headers["WWW-Authenticate"].startswith("Bearer")
         good = {"Authorization": "Bearer s3cret-t0ken-value"}
-        bodies = [fetch(running.url + p, headers=good) for p in ("", "metrics", f"jobs/{HOURLY}")]
+        bodies = [running.fetch(running.url + p, headers=good) for p in ("", "metrics", f"jobs/{HOURLY}")]
         assert [b.status for b in bodies] == [200, 200, 200]
-        assert fetch(running.url, method="POST", headers=good).status == 405
-        assert fetch(running.url, method="POST").status == 401
+        assert running.fetch(running.url, method="POST", headers=good).status == 405
+        assert running.fetch(running.url, method="POST").status == 401
     finally:
         out, err = running.stop()
     assert all("s3cret" not in b.text for b in bodies)
@@ -271,7 +264,7 @@ def test_a_token_lets_it_listen_beyond_loopback(filled, tmp_path):
                         str(token_file(tmp_path)), text=True)
     try:
         line = proc.stdout.readline()
-        assert "listening on http://0.0.0.0:" in line
+        assert "listening on http://0.0.0.0:" in line and line.endswith("; token from --token-file\n")
     finally:
         proc.terminate()
         proc.communicate(timeout=10)
@@ -302,7 +295,7 @@ def test_an_unreachable_ledger_gives_a_page_that_says_so(cw):
         port = probe.getsockname()[1]
     running = Server(cw, "--db", f"postgresql://ops:hunter2pw@127.0.0.1:{port}/ledger")
     try:
-        replies = [fetch(running.url + p) for p in ("", "healthz", "metrics", "jobs/x")]
+        replies = [running.fetch(running.url + p) for p in ("", "healthz", "metrics", "jobs/x")]
     finally:
         out, err = running.stop()
     assert [r.status for r in replies] == [503] * 4
@@ -334,7 +327,7 @@ def test_a_ledger_that_hangs_gives_a_page_not_a_hang(cw):
     running = Server(cw, "--db", f"postgresql://ops@127.0.0.1:{port}/ledger",
                      env={"PGCONNECT_TIMEOUT": "120"})
     try:
-        reply = fetch(running.url, timeout=60)
+        reply = running.fetch(running.url, timeout=60)
     finally:
         running.stop()
         stop.set()
@@ -349,14 +342,14 @@ def test_a_name_with_a_slash_has_its_pages_encoded_or_decoded_by_a_proxy(filled)
     filled("run", "-n", "db/backup", "--", "true")
     running = Server(filled)
     try:
-        overview = fetch(running.url).text
-        encoded, decoded = fetch(f"{running.url}jobs/db%2Fbackup"), fetch(f"{running.url}jobs/db/backup")
+        overview = running.fetch(running.url).text
+        encoded, decoded = running.fetch(f"{running.url}jobs/db%2Fbackup"), running.fetch(f"{running.url}jobs/db/backup")
         run_id = re.search(r'<a href="../jobs/db%2Fbackup/runs/(\d+)">', encoded.text).group(1)
-        run = fetch(f"{running.url}jobs/db/backup/runs/{run_id}")
-        history = fetch(f"{running.url}api/jobs/db/backup/history")
+        run = running.fetch(f"{running.url}jobs/db/backup/runs/{run_id}")
+        history = running.fetch(f"{running.url}api/jobs/db/backup/history")
         links = [urljoin(f"{running.url}jobs/db/backup", href) for href in
                  re.findall(r'href="([^"]+)"', decoded.text)]  # as a browser follows them
-        followed = [fetch(link).status for link in links]
+        followed = [running.fetch(link).status for link in links]
     finally:
         running.stop()
     assert 'href="jobs/db%2Fbackup"' in overview
@@ -372,8 +365,8 @@ def test_pointed_at_the_fleets_postgresql_it_shows_the_fleet(cw, pg_dsn):
         cw("run", "-n", job, "--host", host, "--db", pg_dsn, "--", "true", check_rc=0)
     running = Server(cw, env={"CRONWRAP_DB": pg_dsn})
     try:
-        overview, metrics = fetch(running.url).text, fetch(running.url + "metrics").text
-        api = json.loads(fetch(running.url + "api/status").body)
+        overview, metrics = running.fetch(running.url).text, running.fetch(running.url + "metrics").text
+        api = json.loads(running.fetch(running.url + "api/status").body)
     finally:
         running.stop()
     for host, job in (("web-1", "rotate-logs"), ("db-1", "vacuum")):

@@ -257,6 +257,24 @@ def test_runs_newest_first_and_summaries(ledger, clock):
     assert ledger.summaries(later)[0].counts == {}
 
 
+def test_runs_page_by_run_id(ledger, clock):
+    """Keyset pages (serve's): the runs below an id, newest first, and the runs just above
+    one, oldest first; another job's runs in between are never on them."""
+    for i in range(7):
+        ledger.finish(ledger.claim(req(f"k{i}")).run, done())
+        ledger.claim(req(f"k{i}", job="other"))
+        clock.advance(1)
+    ids = [r.run_id for r in ledger.runs("settle")]
+    assert len(ids) == 7 and ids == sorted(ids, reverse=True)
+    assert [r.run_id for r in ledger.runs("settle", 3, before=ids[2])] == ids[3:6]
+    assert [r.run_id for r in ledger.runs("settle", 3, before=ids[-1])] == []
+    assert [r.run_id for r in ledger.runs_after("settle", ids[5], 3)] == ids[4:1:-1]
+    assert [r.run_id for r in ledger.runs_after("settle", ids[1], 3)] == [ids[0]]
+    assert {r.job for r in ledger.runs_after("settle", 0, 10)} == {"settle"}
+    with pytest.raises(ValueError):
+        ledger.runs("settle", 3, since=datetime.fromtimestamp(T0, timezone.utc), before=ids[0])
+
+
 def test_a_skip_is_not_the_last_run(ledger):
     run = ledger.claim(req("k1")).run
     ledger.finish(run, done("failed", 2))

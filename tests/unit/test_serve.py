@@ -32,17 +32,24 @@ def test_parse_listen_refuses(text):
 
 
 @pytest.mark.parametrize("host, loopback", [("127.0.0.1", True), ("127.8.9.1", True),
-                                            ("::1", True), ("LocalHost", True),
+                                            ("::1", True), ("LocalHost", False),
                                             ("0.0.0.0", False), ("::", False), ("10.0.0.1", False),
                                             ("localhost.example.com", False), ("128.0.0.1", False)])
-def test_loopback(host, loopback):
+def test_loopback_is_an_address_not_a_name(host, loopback):
     assert serve.is_loopback(host) is loopback
 
 
-def test_beyond_loopback_needs_a_token_file():
-    assert serve.check_listen(serve.Listen("127.0.0.1", 8080), None) is None
-    with pytest.raises(UsageError, match="--token-file"):
-        serve.check_listen(serve.Listen("0.0.0.0", 8080), None)
+def test_a_token_unless_no_auth_on_loopback():
+    token, made = serve.token_for(serve.Listen("127.0.0.1", 8080), None, False)
+    assert made and len(token) >= 40 and token != serve.token_for(serve.Listen("h", 1), None, False)[0]
+    assert serve.token_for(serve.Listen("0.0.0.0", 8080), None, False)[1]  # beyond loopback too
+    for host in ("127.0.0.1", "::1", "localhost"):  # localhost: checked again once bound
+        assert serve.token_for(serve.Listen(host, 8080), None, True) == (None, False)
+    for host in ("0.0.0.0", "::", "example.com"):
+        with pytest.raises(UsageError, match="--no-auth"):
+            serve.token_for(serve.Listen(host, 8080), None, True)
+    with pytest.raises(UsageError, match="give one of them"):
+        serve.token_for(serve.Listen("127.0.0.1", 8080), "/dev/null", True)
 
 
 def test_a_ledger_that_never_answers_gives_a_deadline():
@@ -67,16 +74,18 @@ class Shared:
         return self.ledger
 
 
-def call(app, path: str, method: str = "GET", auth: str | None = None):
+def call(app, path: str, method: str = "GET", auth: str | None = None, cookie: str = ""):
     got: dict = {}
 
     def start_response(status, headers):
         got["status"], got["headers"] = int(status.split()[0]), dict(headers)
 
     environ = {"REQUEST_METHOD": method, "REQUEST_URI": path, "PATH_INFO": path.split("?")[0],
-               "wsgi.input": io.BytesIO()}
+               "wsgi.input": io.BytesIO(), "SCRIPT_NAME": ""}
     if auth:
         environ["HTTP_AUTHORIZATION"] = auth
+    if cookie:
+        environ["HTTP_COOKIE"] = cookie
     body = b"".join(app(environ, start_response))
     return got["status"], got["headers"], body.decode()
 
@@ -90,7 +99,7 @@ def app():
     claim = shared.ledger.claim(request)
     shared.ledger.finish(claim.run, Finish(status="failed", duration_ms=5, exit_code=2, signal=None,
                                            timed_out=False, error_tail="<i>x</i>", log_path=None))
-    return serve.Dashboard(shared, lambda name: [], clock=lambda: NOW)
+    return serve.Dashboard(shared, lambda name: [], None, clock=lambda: NOW)
 
 
 def test_pages_escape_names_hosts_and_tails(app):
@@ -109,10 +118,40 @@ def test_methods_and_unknowns(app):
 
 
 def test_token(app):
-    app.token = "t0k"
+    app.auth = serve.Auth("t0k")
     assert call(app, "/")[0] == 401 and call(app, "/", auth="Bearer t0")[0] == 401
     assert call(app, "/", auth="Bearer t0k")[0] == 200
     assert call(app, "/", "DELETE")[0] == 401  # who has no token learns nothing more
+    assert call(app, "/", auth="Bearer t\u00f6k")[0] == 401  # any text is compared safely
+
+
+@pytest.mark.parametrize("path, location", [
+    ("/?token=t0k", "./"), ("/jobs/a%2Fb?token=t0k&before=7", "./a%2Fb?before=7"),
+    ("/jobs/a/b?x=1&%74oken=t0k&token=t0k", "./b?x=1"), ("/metrics?token=t0k", "./metrics")])
+def test_token_in_the_url_signs_in_once(app, path, location):
+    app.auth = serve.Auth("t0k")
+    status, headers, _ = call(app, path)
+    assert status == 303 and headers["Location"] == location
+    pair = headers["Set-Cookie"].split(";")[0]
+    assert "t0k" not in headers["Set-Cookie"]
+    assert call(app, "/", cookie=f"other=1; {pair}")[0] == 200
+    assert call(app, "/", cookie=pair.replace("=", "=x"))[0] == 401
+    assert serve.Auth("t0k").cookie != serve.Auth("t1k").cookie  # two dashboards, one host
+
+
+def test_no_auth_is_said_on_every_page(app):
+    for path in ("/", "/jobs/%3Cb%3Ej%3C%2Fb%3E", "/nothing", "/jobs/%3Cb%3Ej%3C%2Fb%3E/runs/1"):
+        assert pages.OPEN_BANNER in call(app, path)[2], path
+    assert call(app, "/healthz")[2] == f"ok\nwarning: {pages.OPEN_BANNER}\n"
+    app.auth = serve.Auth("t0k")
+    assert pages.OPEN_BANNER not in call(app, "/", auth="Bearer t0k")[2]
+
+
+@pytest.mark.parametrize("items", [[], [{"a": [1, {"b": "x\ny"}]}], [{"n": i} for i in range(250)]])
+def test_streamed_json_is_the_json_of_the_whole(items):
+    import json
+
+    assert b"".join(serve.json_array(items, dict)) == (json.dumps(items, indent=2) + "\n").encode()
 
 
 def test_a_failing_ledger_gives_503(app):

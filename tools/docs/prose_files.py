@@ -116,6 +116,10 @@ FILES_ENTRIES: tuple[Block, ...] = (
      "Results that could not be recorded, one JSON file per run, waiting for the next "
      "invocation on this host to deliver them (see LEDGER). An entry names its ledger by a "
      "hash of the URL, never the URL itself."),
+    (placeholders("STATE/serve/HOST-PORT.token"),
+     "The token `serve` made at start (when not given `--token-file`), for its user to read "
+     "while it runs: a new 0600 file, never written through a link, removed when `serve` "
+     "ends."),
     (placeholders("LOCKS/NAME.lock"),
      "The job's lock file (see LOCKING), only ever locked, never written. It stays when the "
      "lock is released: removing a flock file races with a new holder."),

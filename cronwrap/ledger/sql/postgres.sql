@@ -415,6 +415,15 @@ WHERE id = %(id)s AND fence = %(fence)s AND status = 'running'
 SELECT * FROM cronwrap_runs WHERE job = %(job)s AND created_at >= %(since)s
 ORDER BY id DESC LIMIT %(limit)s
 
+-- name: runs_before
+-- The newest runs below an id (keyset paging: history, serve's pages), on (job, id).
+SELECT * FROM cronwrap_runs WHERE job = %(job)s AND id < %(before)s
+ORDER BY id DESC LIMIT %(limit)s
+
+-- name: runs_after
+-- The runs just above an id, oldest first: the page newer than one of serve's pages.
+SELECT * FROM cronwrap_runs WHERE job = %(job)s AND id > %(after)s ORDER BY id LIMIT %(limit)s
+
 -- name: run_by_id
 SELECT * FROM cronwrap_runs WHERE job = %(job)s AND id = %(id)s
 

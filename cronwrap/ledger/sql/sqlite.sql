@@ -121,6 +121,15 @@ WHERE id = :id AND fence = :fence AND status = 'running'
 -- name: runs_of_job
 SELECT * FROM runs WHERE job = :job AND created_at >= :since ORDER BY id DESC LIMIT :limit
 
+-- name: runs_before
+-- The newest runs below an id (keyset paging: history, serve's pages), on the (job, id) index:
+-- no more rows are read than asked for, whatever the job's length (runs_of_job sorts the whole job).
+SELECT * FROM runs WHERE job = :job AND id < :before ORDER BY id DESC LIMIT :limit
+
+-- name: runs_after
+-- The runs just above an id, oldest first: the page newer than one of serve's pages.
+SELECT * FROM runs WHERE job = :job AND id > :after ORDER BY id LIMIT :limit
+
 -- name: run_by_id
 SELECT * FROM runs WHERE job = :job AND id = :id
 
