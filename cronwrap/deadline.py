@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 
 # CPU seconds one pattern may take on one line (a tick: cut between 1 and 2 ticks). A match
 # holds the interpreter, so this is also how long it can keep the supervisor's keeper thread
-# waiting: within DESIGN §7's 50 ms for a late TERM. A line is at most ~16 KiB (redact.py),
-# which an ordinary pattern reads in well under a millisecond.
+# waiting: within the 50 ms a TERM may be late (bench/, term_lateness). A line is at most
+# ~16 KiB (redact.py), which an ordinary pattern reads in well under a millisecond.
 STEP = 0.02
 TOTAL = 2.0  # CPU seconds the patterns may take over a whole run, all lines and streams
 
