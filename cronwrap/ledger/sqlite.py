@@ -62,6 +62,8 @@ class SqliteLedger(SqlLedger):
             if not reading_file:  # reading tolerates older and newer schemas: nothing to migrate
                 self.conn.execute("PRAGMA synchronous = NORMAL")
                 self._migrate()
+            else:
+                self._version()  # but not a damaged one
         except sqlite3.DatabaseError as exc:
             raise LedgerError(ledger_message(path, exc)) from exc
 
@@ -94,8 +96,15 @@ class SqliteLedger(SqlLedger):
         conn.row_factory = sqlite3.Row
         return conn
 
+    _version_at = "PRAGMA user_version"
+
+    def _repair_hint(self, label: object) -> str:
+        return (f"restore it from a backup, or move it aside (mv {label} {label}.broken) and "
+                "cronwrap starts a new ledger")
+
     def _version(self) -> int:
-        return self.conn.execute("PRAGMA user_version").fetchone()[0]
+        return self.stored_version(self.conn.execute("PRAGMA user_version").fetchone()[0],
+                                   self.path)
 
     def _migrate(self) -> None:
         """Numbered migrations, each applied once, all in one BEGIN IMMEDIATE transaction."""
