@@ -7,11 +7,71 @@ made the read commands fail. (The catch-up count of §6 is in test_schedule.py.)
 
 from __future__ import annotations
 
+import resource
 import sqlite3
+import subprocess
 
 import pytest
 
 from tests.acceptance.test_hardening_input import refused
+
+
+# -- input without end -----------------------------------------------------------------------
+
+MEMORY = 1 << 30  # the address space each cronwrap gets: reading without bound fails in seconds
+
+
+def _bounded_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+
+
+@pytest.mark.parametrize("command", [["lint"], ["wrap"], ["wrap", "--diff"], ["wrap", "--unwrap"]])
+def test_a_crontab_without_end_is_refused_after_1_mib(cw, command):
+    proc = subprocess.run([*cw.argv, *command, "/dev/zero"], env=cw.env(), capture_output=True,
+                          timeout=120, preexec_fn=_bounded_memory)
+    err = refused(proc)
+    assert "/dev/zero: more than 1 MiB" in err and "crontab" in err, err
+    assert proc.stdout == b""  # nothing written, not a half of it
+
+
+@pytest.mark.parametrize("command", [["lint", "-"], ["wrap", "-"]])
+def test_an_endless_pipe_is_refused_after_1_mib(cw, command):
+    with subprocess.Popen(["yes", "* * * * * /usr/bin/true"], stdout=subprocess.PIPE) as endless:
+        proc = subprocess.run([*cw.argv, *command], env=cw.env(), stdin=endless.stdout,
+                              capture_output=True, timeout=120, preexec_fn=_bounded_memory)
+        endless.stdout.close()
+        endless.kill()
+    err = refused(proc)
+    assert "<stdin>: more than 1 MiB" in err, err
+    assert proc.stdout == b""
+
+
+def test_a_crontab_of_1_mib_is_still_read(cw, tmp_path):
+    crontab = tmp_path / "crontab"
+    line = b"*/5 * * * * /usr/local/bin/backup.sh >> /var/log/backup.log 2>&1\n"
+    crontab.write_bytes(line * ((1 << 20) // len(line)))
+    proc = cw("wrap", str(crontab), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count(b"\n") == (1 << 20) // len(line)
+    assert b" run -n backup-2 " in proc.stdout  # names made unique in linear time
+
+
+def test_one_long_crontab_line_is_linted_and_wrapped_in_linear_time(cw, tmp_path):
+    """shlex splits a word in quadratic time: one 1 MiB line took 70 s to lint (and as long
+    to wrap), where it now takes about 4 s on a loaded 2-core machine. The deadline is the
+    test: 60 s, far above the linear time, far below the quadratic."""
+    crontab = tmp_path / "crontab"
+    crontab.write_bytes(b"* * * * * /usr/bin/" + b"x" * ((1 << 20) - 100) + b"\n")
+    for command in ("lint", "wrap"):
+        proc = cw(command, str(crontab), timeout=60)
+        assert proc.returncode in (0, 1), proc.stderr
+
+
+def test_a_config_file_without_end_is_refused(cw, tmp_path):
+    big = tmp_path / "config.toml"
+    big.write_bytes(b"# " + b"x" * (2 << 20) + b"\n")
+    err = refused(cw("run", "-n", "j", "--", "true", env={"CRONWRAP_CONFIG": str(big)}))
+    assert "more than 1 MiB" in err and "config" in err, err
 
 
 # -- a damaged schema version ----------------------------------------------------------------
