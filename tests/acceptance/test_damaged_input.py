@@ -121,3 +121,69 @@ def test_a_newer_schema_version_keeps_its_message_and_reads_still_work(cw, home,
     err = refused(cw("run", "-n", "j", "--", "true", env=env))
     assert "newer than this cronwrap knows" in err and "upgrade cronwrap" in err, err
     cw("status", env=env, check_rc=0)  # a newer schema is read as it is
+
+
+# -- hard links: cronwrap never writes through another name -------------------------------
+
+def _victim(tmp_path, name="precious"):
+    victim = tmp_path / name
+    victim.write_bytes(b"the other name's data\n")
+    return victim
+
+
+def _quiet_ledger(home) -> None:
+    """Checkpoint the WAL and close: SQLite removes -wal and -shm with the last connection."""
+    db = sqlite3.connect(home / "ledger.db")
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    assert not (home / "ledger.db-wal").exists()
+
+
+def test_a_hard_link_at_the_capture_file_is_refused_and_the_job_still_runs(cw, home, tmp_path):
+    import os
+
+    victim = _victim(tmp_path)
+    (home / "logs" / "j").mkdir(parents=True, mode=0o700)
+    os.link(victim, home / "logs" / "j" / "1.1.log")  # the first run of j, its first attempt
+    proc = cw("run", "-n", "j", "--", "echo", "job output")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"job output\n"  # the job ran, its output passed through
+    err = proc.stderr.decode()
+    assert "cannot capture output to" in err and "hard links" in err, err
+    assert victim.read_bytes() == b"the other name's data\n"
+
+
+def test_a_hard_link_at_the_run_log_is_refused_and_the_job_still_runs(cw, home, tmp_path):
+    import os
+
+    victim = _victim(tmp_path)
+    (home / "logs").mkdir(parents=True, mode=0o700)
+    os.link(victim, home / "logs" / "events.jsonl")
+    proc = cw("run", "-n", "j", "--", "echo", "ran")
+    assert proc.returncode == 0 and proc.stdout == b"ran\n", proc.stderr
+    err = proc.stderr.decode()
+    assert "events.jsonl has 2 hard links" in err and len(err.splitlines()) == 1, err
+    assert victim.read_bytes() == b"the other name's data\n"
+
+
+@pytest.mark.parametrize("name", ["ledger.db-wal", "ledger.db-shm", "ledger.db-journal",
+                                  "ledger.db"])
+def test_a_hard_link_at_the_ledger_or_its_sqlite_files_is_refused(cw, home, tmp_path, name):
+    import os
+
+    cw("run", "-n", "j", "--", "true", check_rc=0)
+    _quiet_ledger(home)
+    victim = _victim(tmp_path)
+    if name == "ledger.db":  # the ledger itself, with another name elsewhere
+        os.replace(home / name, victim)
+        victim.chmod(0o600)
+    before = victim.read_bytes()
+    os.link(victim, home / name)
+    marker = tmp_path / "ran"
+    err = refused(cw("run", "-n", "j", "--force", "--", "touch", str(marker)), marker)
+    assert f"{home / name} has 2 hard links" in err, err
+    assert victim.read_bytes() == before
+    if name != "ledger.db":  # a reader writes -shm as well; the ledger itself is only read
+        err = refused(cw("status"))
+        assert "hard links" in err, err
+        assert victim.read_bytes() == before
