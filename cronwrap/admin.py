@@ -14,6 +14,7 @@ import typer
 from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
 from cronwrap.errors import EXIT_CRONWRAP, UsageError
+from cronwrap.stdio import write_utf8
 # What every command reads first (ledger, config file, log directories) lives in reads.py, where
 # the read commands run without typer.
 from cronwrap.reads import config as _config, ledger as _ledger, ledger_url as _ledger_url
@@ -271,7 +272,7 @@ def wrap(
         result = crontab.wrap(text, cronwrap=_cronwrap_path(cronwrap_path), extra_args=extra,
                               system=is_system)
     shown = name.lstrip("/")  # diff headers read a/etc/crontab, not a//etc/crontab
-    sys.stdout.write(crontab.diff(text, result, filename=shown) if show_diff else result)
+    write_utf8(crontab.diff(text, result, filename=shown) if show_diff else result)
     return 0
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 import resource
 import sqlite3
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from tests.acceptance.test_hardening_input import refused
+from tests.needs import missing
 
 
 # -- input without end -----------------------------------------------------------------------
@@ -187,3 +189,116 @@ def test_a_hard_link_at_the_ledger_or_its_sqlite_files_is_refused(cw, home, tmp_
         err = refused(cw("status"))
         assert "hard links" in err, err
         assert victim.read_bytes() == before
+
+
+# -- any locale ----------------------------------------------------------------------------
+# In a locale whose charset is not UTF-8 every command works: what the charset lacks is drawn
+# in ASCII (the marks and dashes as look-alikes, anything else as "?"); what a program reads
+# (wrap's crontab, --format prometheus, --check, --json) is exact.
+
+CRONTAB = ("# the café's jobs\n"
+           "30 2 * * * /usr/local/bin/café.sh >> /var/log/café.log 2>&1\n"
+           "*/5 * * * * /usr/bin/true # no lock — a warning\n").encode()
+
+
+@pytest.fixture(scope="session")
+def latin1_locale(tmp_path_factory) -> dict[str, str]:
+    """An ISO-8859-1 locale built for the tests (localedef, from Debian's locales package)."""
+    import shutil
+
+    where = tmp_path_factory.mktemp("locales")
+    if not shutil.which("localedef") or not Path("/usr/share/i18n/locales/en_US").exists():
+        missing("localedef and /usr/share/i18n/locales (Debian: apt-get install locales) are "
+                "needed to build an ISO-8859-1 locale", "ISO-8859-1 locale tests")
+    built = subprocess.run(["localedef", "-i", "en_US", "-f", "ISO-8859-1",
+                            str(where / "en_US.ISO-8859-1")], capture_output=True)
+    if not (where / "en_US.ISO-8859-1").is_dir():  # localedef exits 1 for mere warnings
+        missing(f"localedef failed: {built.stderr.decode(errors='replace')}",
+                "ISO-8859-1 locale tests")
+    return {"LOCPATH": str(where), "LC_ALL": "en_US.ISO-8859-1"}
+
+
+@pytest.fixture(params=["C", "ISO-8859-1"])
+def locale(request) -> tuple[dict[str, str], str]:
+    """The environment of a non-UTF-8 locale, and the charset its terminal sends argv in."""
+    forced = {"PYTHONUTF8": "0", "PYTHONIOENCODING": "", "PYTHONCOERCECLOCALE": "0"}
+    if request.param == "C":
+        return {**forced, "LC_ALL": "C"}, "utf-8"  # a UTF-8 terminal under LC_ALL=C
+    return {**forced, **request.getfixturevalue("latin1_locale")}, "latin-1"
+
+
+@pytest.fixture
+def cafe(cw, tmp_path) -> None:
+    """A job named café with a success and a failure whose output holds an é and a dash."""
+    cw("run", "-n", "café", "--schedule", "30 2 * * *", "--tz", "Europe/Paris", "--",
+       "true", check_rc=0)
+    cw("run", "-n", "café", "--force", "--", "sh", "-c", "echo 'é — fin'; exit 3", check_rc=3)
+
+
+def _in(cw, locale, *args: str, rc: int | tuple = 0, stdin: bytes | None = None):
+    env, charset = locale
+    proc = subprocess.run([*cw.argv, *(a.encode(charset) for a in args)], env=cw.env(env),
+                          input=stdin, capture_output=True, timeout=60)
+    assert b"internal error" not in proc.stderr and b"Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode in ((rc,) if isinstance(rc, int) else rc), (args, proc.stderr)
+    return proc
+
+
+def _shown(proc, locale) -> str:
+    """What a person sees: stdout in the locale's charset, which it must be."""
+    env, charset = locale
+    text = proc.stdout.decode("ascii" if env["LC_ALL"] == "C" else "latin-1")
+    assert "\u00c3" not in text  # no UTF-8 read as Latin-1 (mojibake)
+    return text
+
+
+def test_status_and_history_of_a_job_work_in_any_locale(cw, cafe, locale):
+    env, _ = locale
+    name = "caf?" if env["LC_ALL"] == "C" else "café"
+    for args in (["status"], ["status", "café"], ["history", "café"]):
+        shown = _shown(_in(cw, locale, *args), locale)
+        if args == ["status"]:
+            assert f" {name} " in shown, shown
+        else:
+            assert "+ 1 ok" in shown and "x 1 failed (exit 3)" in shown, shown  # ✓ and ✗
+            assert f"{name[-1]} - fin" in shown, shown  # the output tail's é and dash
+    assert _in(cw, locale, "logs", "café").stdout == "é — fin\n".encode()  # bytes as written
+
+
+def test_explain_and_lint_work_in_any_locale(cw, tmp_path, locale):
+    shown = _shown(_in(cw, locale, "explain", "30 2 * * *", "--tz", "Europe/Paris"), locale)
+    assert "02:00-03:00 does not exist in Europe/Paris" in shown, shown  # an en dash, in ASCII
+    crontab = tmp_path / "crontab"
+    crontab.write_bytes(CRONTAB)
+    shown = _shown(_in(cw, locale, "lint", str(crontab), rc=(0, 1)), locale)
+    assert " - fix: " in shown, shown  # the em dash of each finding
+    shown = _shown(_in(cw, locale, "lint", "-", rc=(0, 1), stdin=CRONTAB), locale)
+    assert "<stdin>:3:" in shown, shown
+
+
+def test_what_programs_read_is_exact_in_any_locale(cw, cafe, tmp_path, locale):
+    crontab = tmp_path / "crontab"
+    crontab.write_bytes(CRONTAB)
+    utf8 = {"LC_ALL": "C.UTF-8"}
+    for args in (["wrap", str(crontab)], ["wrap", "--diff", str(crontab)],
+                 ["status", "--format", "prometheus"], ["status", "--json"],
+                 ["history", "café", "--json"], ["explain", "@daily", "--json"]):
+        expected = cw(*args, env=utf8, check_rc=0).stdout
+        got = _in(cw, locale, *args).stdout
+        if args[0] == "status" or args[0] == "history":  # times move on: compare the names
+            assert (b"caf\xc3\xa9" in got) == (b"caf\xc3\xa9" in expected), got
+            assert "caf\\u00e9".encode() in got or b"caf\xc3\xa9" in got, got
+        else:
+            assert got == expected, args
+    check = _in(cw, locale, "status", "--check", rc=(0, 1, 2))
+    assert "'café_missed'".encode() in check.stdout, check.stdout  # perfdata names it exactly
+
+
+def test_a_job_named_in_a_non_utf8_locale_is_the_same_job(cw, tmp_path, locale):
+    """café typed in an ASCII (LC_ALL=C) or ISO-8859-1 terminal names the ledger's café."""
+    seen = tmp_path / "seen"
+    _in(cw, locale, "run", "-n", "café", "--", "sh", "-c", f'echo "$CRONWRAP_JOB" > {seen}')
+    env, charset = locale
+    assert seen.read_bytes() == "café\n".encode(charset)  # the job's locale, or UTF-8 bytes
+    (job,) = cw.json("status", "--json")
+    assert job["job"] == "café"

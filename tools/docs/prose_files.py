@@ -31,6 +31,15 @@ ENVIRONMENT_READ: tuple[Block, ...] = (
      "Read by the PostgreSQL driver for what a `postgresql://` URL does not say, so the "
      "password can stay out of crontab lines. PGSERVICE, PGSERVICEFILE and PGSYSCONFDIR name "
      "a service and where its file is, as for psql."),
+    ("`LC_ALL`, `LC_CTYPE`, `LANG`",
+     "The charset of what cronwrap writes for a person. Every command works in every locale: "
+     "in one whose charset is not UTF-8 (ISO-8859-1, or `LC_ALL=C` with `PYTHONUTF8=0`), what "
+     "the charset lacks is written in ASCII (see `history`). What a program reads stays exact "
+     "and UTF-8: `wrap`'s crontab, `--json`, `--format prometheus`, `--check`; `logs` copies the "
+     "job's own bytes. A job "
+     "name typed in such a terminal names the same job (under `LC_ALL=C` its bytes are read "
+     "as UTF-8), and the job sees it in `CRONWRAP_JOB` in the locale's charset, as UTF-8 "
+     "where that charset lacks it."),
     ("`CRONWRAP_DEBUG`", "When set to a non-empty value, an internal error prints its "
                          "traceback."),
     ("`CRONWRAP_FAILPOINT`", "A testing aid of the test suite, never for production: set to "
