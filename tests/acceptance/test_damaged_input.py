@@ -230,9 +230,10 @@ def locale(request) -> tuple[dict[str, str], str]:
 @pytest.fixture
 def cafe(cw, tmp_path) -> None:
     """A job named café with a success and a failure whose output holds an é and a dash."""
-    cw("run", "-n", "café", "--schedule", "30 2 * * *", "--tz", "Europe/Paris", "--",
-       "true", check_rc=0)
-    cw("run", "-n", "café", "--force", "--", "sh", "-c", "echo 'é — fin'; exit 3", check_rc=3)
+    daily = ["--schedule", "30 2 * * *", "--tz", "Europe/Paris"]
+    cw("run", "-n", "café", *daily, "--date", "2026-01-05", "--", "true", check_rc=0)
+    cw("run", "-n", "café", *daily, "--date", "2026-01-06", "--", "sh", "-c",
+       "echo 'é — fin'; exit 3", check_rc=3)
 
 
 def _in(cw, locale, *args: str, rc: int | tuple = 0, stdin: bytes | None = None):
@@ -263,6 +264,8 @@ def test_status_and_history_of_a_job_work_in_any_locale(cw, cafe, locale):
             assert "+ 1 ok" in shown and "x 1 failed (exit 3)" in shown, shown  # ✓ and ✗
             assert f"{name[-1]} - fin" in shown, shown  # the output tail's é and dash
     assert _in(cw, locale, "logs", "café").stdout == "é — fin\n".encode()  # bytes as written
+    assert f"{name}: no running run holds a lease" in _shown(_in(cw, locale, "unlock", "café"),
+                                                              locale)
 
 
 def test_explain_and_lint_work_in_any_locale(cw, tmp_path, locale):
@@ -282,7 +285,8 @@ def test_what_programs_read_is_exact_in_any_locale(cw, cafe, tmp_path, locale):
     utf8 = {"LC_ALL": "C.UTF-8"}
     for args in (["wrap", str(crontab)], ["wrap", "--diff", str(crontab)],
                  ["status", "--format", "prometheus"], ["status", "--json"],
-                 ["history", "café", "--json"], ["explain", "@daily", "--json"]):
+                 ["history", "café", "--json"],
+                 ["explain", "@daily", "--json", "--from", "2026-01-01T00:00:00Z"]):
         expected = cw(*args, env=utf8, check_rc=0).stdout
         got = _in(cw, locale, *args).stdout
         if args[0] == "status" or args[0] == "history":  # times move on: compare the names
