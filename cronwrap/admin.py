@@ -14,6 +14,7 @@ import typer
 from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
 from cronwrap.errors import EXIT_CRONWRAP, UsageError
+from cronwrap.stdio import write_utf8
 # What every command reads first (ledger, config file, log directories) lives in reads.py, where
 # the read commands run without typer.
 from cronwrap.reads import config as _config, ledger as _ledger, ledger_url as _ledger_url
@@ -198,16 +199,30 @@ def explain(
     return reads.explain(expression, tz, count, start, as_json)
 
 
+# A crontab is a few KiB; 1 MiB (as for --env-file) is some 15,000 lines, read and linted in
+# seconds. Anything larger is not a crontab: /dev/zero, an endless pipe, the wrong file.
+CRONTAB_MAX = 1 << 20
+
+
 def _read_crontab(file: str) -> tuple[str, str]:
-    """The text of FILE (``-``: standard input) and the name to show for it."""
-    if file == "-":
-        return sys.stdin.read(), "<stdin>"
+    """The text of FILE (``-``: standard input) and the name to show for it: at most
+    CRONTAB_MAX bytes of UTF-8 are read, so /dev/zero or an endless pipe is refused, not read
+    until memory runs out."""
+    name = "<stdin>" if file == "-" else file
     try:
-        with open(file, encoding="utf-8", newline="") as f:
-            return f.read(), file
+        if file == "-":
+            data = sys.stdin.buffer.read(CRONTAB_MAX + 1)
+        else:
+            with open(file, "rb") as f:
+                data = f.read(CRONTAB_MAX + 1)
+        if len(data) > CRONTAB_MAX:
+            raise UsageError(f"{name}: more than {CRONTAB_MAX >> 20} MiB, which no crontab is: "
+                             "give the crontab file itself (cronwrap reads at most "
+                             f"{CRONTAB_MAX >> 20} MiB)")
+        return data.decode("utf-8"), name
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise UsageError(f"{file}: {reason}") from None
+        raise UsageError(f"{name}: {reason}") from None
 
 
 def _is_system(file: str, system: Optional[bool]) -> bool:
@@ -257,7 +272,7 @@ def wrap(
         result = crontab.wrap(text, cronwrap=_cronwrap_path(cronwrap_path), extra_args=extra,
                               system=is_system)
     shown = name.lstrip("/")  # diff headers read a/etc/crontab, not a//etc/crontab
-    sys.stdout.write(crontab.diff(text, result, filename=shown) if show_diff else result)
+    write_utf8(crontab.diff(text, result, filename=shown) if show_diff else result)
     return 0
 
 

@@ -16,9 +16,11 @@ Decisions recorded here (the spec is silent on them):
 * Slots that share a run key (``--key %Y-%m-%d`` on an hourly schedule) are one slot: the
   earliest of them inside the window stands for the key, since its firing would have
   claimed it. A slot sharing the current slot's key is not missed.
-* The look-back is bounded: at most ``MAX_MARKS + max_catchup + 1`` distinct missed keys,
-  newest first, are considered; what lies beyond is counted (up to ``COUNT_LIMIT``) and
-  reported as "N older slots not listed", never recorded.
+* The look-back is bounded: at most ``MAX_MARKS`` distinct missed keys plus the ones the
+  policy runs (none: 0, latest: 1, all: ``max_catchup``), newest first, are considered; what
+  lies beyond is counted (up to ``COUNT_LIMIT``) and reported as "N older slots not listed",
+  never recorded. So every slot a warning counts as recorded is recorded, and no slot between
+  the ones run and the ones recorded is left without a row.
 """
 
 from __future__ import annotations
@@ -156,7 +158,7 @@ def _plan_backlog(schedule: Schedule, now: datetime, slot: datetime, key: str,
                   policy: str, window: float, max_catchup: int,
                   warnings: list[str]) -> tuple[list[SlotRun], list[Mark]]:
     """Catch-up runs and marks for the slots after ``last_seen`` and before ``slot``."""
-    budget = MAX_MARKS + max_catchup + 1
+    budget = MAX_MARKS + _runs_allowed(policy, max_catchup)
     missed, unlisted = _missed_slots(schedule, now, slot, key, key_template, last_seen,
                                      known_keys, window, budget)
     in_window = [m for m in missed if not m.too_late]
@@ -171,6 +173,13 @@ def _plan_backlog(schedule: Schedule, now: datetime, slot: datetime, key: str,
         warnings.append(f"{many}{_slots(min(unlisted, COUNT_LIMIT), 'older')} not listed"
                         " (neither run nor recorded)")
     return runs, marks
+
+
+def _runs_allowed(policy: str, max_catchup: int) -> int:
+    """How many missed slots ``policy`` may run: the look-back takes that many keys on top
+    of the MAX_MARKS it may record (one more, and the oldest mark, which can be the slot just
+    after the ones run, would be cut off while the warning counted it as recorded)."""
+    return {"none": 0, "latest": 1}.get(policy, max_catchup)
 
 
 def _missed_slots(schedule: Schedule, now: datetime, slot: datetime, key: str,

@@ -16,7 +16,7 @@ import sys
 from cronwrap import __version__
 from cronwrap.errors import EXIT_CRONWRAP, CronwrapError
 from cronwrap.runargs import run_command
-from cronwrap.stdio import warn
+from cronwrap.stdio import fit_locale, warn
 
 # An operator's read commands, parsed without typer as ``run`` is (readargs.py); what that
 # parser does not understand (--help, a mistake) still goes to typer.
@@ -26,6 +26,7 @@ READ_COMMANDS = (["status"], ["history"], ["logs"], ["explain"])
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     open_stdio()
+    fit_locale()
     sys.unraisablehook = unraisable
     try:
         if args[:1] == ["run"]:

@@ -161,11 +161,18 @@ def load_config(path: Path) -> Config:
     return config
 
 
+CONFIG_MAX = 1 << 20  # a config file is a few KiB: /dev/zero is refused, not read to the end
+
+
 def _read(path: Path) -> str:
     try:
-        raw = Path(path).read_bytes()
+        with open(path, "rb") as handle:
+            raw = handle.read(CONFIG_MAX + 1)
     except OSError as exc:
         raise ConfigError(f"{path}: {exc.strerror}") from None
+    if len(raw) > CONFIG_MAX:
+        raise ConfigError(f"{path}: more than {CONFIG_MAX >> 20} MiB, which no config file is: "
+                          "give the config file itself")
     try:
         return raw.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:

@@ -19,6 +19,7 @@ import time
 
 from cronwrap import procs
 from cronwrap.errors import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SIGNAL_BASE, UsageError
+from cronwrap.jobenv import exec_values
 from cronwrap.record import Record
 from cronwrap.redact import url as redact
 
@@ -73,7 +74,7 @@ def hook_env(run_env: dict[str, str], status: str, exit_code: int | None,
               tail_text(output_tail or b"", TAIL_BYTES).replace("\0", ""), reason or "")
     if alert:
         values += (alert,)
-    return {**run_env, **dict(zip(HOOK_VARIABLES, values))}
+    return {**run_env, **exec_values(dict(zip(HOOK_VARIABLES, values)))}
 
 
 def tail_text(data: str | bytes, limit: int) -> str:

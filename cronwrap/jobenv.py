@@ -3,6 +3,8 @@ needs to know about its run. JOB_VARIABLES is the registry the docs are made fro
 
 from __future__ import annotations
 
+import sys
+
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -42,7 +44,22 @@ def job_environment(environ: dict[str, str], extra: dict[str, str], run: Run, ho
               scheduled.isoformat() if scheduled else "",
               scheduled.date().isoformat() if scheduled else "",
               str(run.attempt), run.trigger, str(run.fence), host)
-    return {**environ, **extra, **dict(zip(JOB_VARIABLES, values))}
+    return {**environ, **exec_values(extra), **exec_values(dict(zip(JOB_VARIABLES, values)))}
+
+
+def exec_values(values: dict[str, str]) -> dict[str, str]:
+    """``values`` as exec can hand them over in this locale: a value its charset cannot
+    encode (``café`` in an ASCII locale: LC_ALL=C with PYTHONUTF8=0) goes as its UTF-8 bytes,
+    carried in surrogate escapes, which exec passes through; the others as they are."""
+    encoding = sys.getfilesystemencoding()
+    out = {}
+    for key, value in values.items():
+        try:
+            value.encode(encoding, "surrogateescape")
+        except UnicodeEncodeError:
+            value = value.encode("utf-8", "surrogateescape").decode(encoding, "surrogateescape")
+        out[key] = value
+    return out
 
 
 def cron_zone(environ: dict[str, str]) -> tzinfo | None:

@@ -111,12 +111,18 @@ def check_parent(path: Path) -> None:
         raise PathError(f"{path.parent} is world-writable without the sticky bit: choose another place")
 
 
+WRITING = os.O_WRONLY | os.O_RDWR
+
+
 def open_private(path: Path, flags: int = os.O_RDWR | os.O_CREAT, single_link: bool = False) -> int:
     """Open (creating 0600) without following symlinks; refuse a file owned by another user,
-    a file that is not a regular file (a FIFO would block every later open), and with
-    ``single_link`` a file with other hard links (another name could be anything: a script,
-    the ledger). O_TRUNC is applied only after those checks, so a refused file is never
-    truncated. The open itself never blocks: O_NONBLOCK, which a regular file ignores."""
+    a file that is not a regular file (a FIFO would block every later open), and, when opening
+    for writing or with ``single_link``, a file with other hard links: another name of it
+    could be anything (a script, the ledger, another user's file), and a write would go
+    through to it. The count is read from the opened descriptor, so a link made between a
+    check and the open cannot slip in. O_TRUNC is applied only after those checks, so a
+    refused file is never truncated. The open itself never blocks: O_NONBLOCK, which a
+    regular file ignores."""
     truncate = bool(flags & os.O_TRUNC)
     try:
         fd = os.open(path, (flags & ~os.O_TRUNC) | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
@@ -127,20 +133,43 @@ def open_private(path: Path, flags: int = os.O_RDWR | os.O_CREAT, single_link: b
         if exc.errno == errno.ENXIO:  # a FIFO with no reader, opened for writing
             raise PathError(f"{path} is not a regular file (a FIFO): remove it") from exc
         raise PathError(f"cannot open {path}: {exc.strerror}") from exc
-    info = os.fstat(fd)
-    problem = None
-    if info.st_uid != os.geteuid():
-        problem = f"{path} belongs to uid {info.st_uid}, not to you: remove it or choose another path"
-    elif not stat.S_ISREG(info.st_mode):
-        problem = f"{path} is not a regular file: remove it or choose another path"
-    elif info.st_mode & stat.S_IWOTH:
-        problem = f"{path} is world-writable: run chmod o-w {path}"
-    elif single_link and info.st_nlink > 1:
-        problem = (f"{path} has {info.st_nlink} hard links: cronwrap uses only a file with one "
-                   "name here (another name could be any file); choose another path")
+    problem = unsafe_file(path, os.fstat(fd), single_link or bool(flags & WRITING))
     if problem:
         os.close(fd)
         raise PathError(problem)
     if truncate:
         os.ftruncate(fd, 0)
     return fd
+
+
+def unsafe_file(path: Path | str, info: os.stat_result, single_link: bool = True) -> str | None:
+    """Why cronwrap must not use the file ``info`` describes (None: it may): another user's,
+    not a regular file, world-writable, or, with ``single_link``, with other hard links."""
+    if info.st_uid != os.geteuid():
+        return f"{path} belongs to uid {info.st_uid}, not to you: remove it or choose another path"
+    if not stat.S_ISREG(info.st_mode):
+        return f"{path} is not a regular file: remove it or choose another path"
+    if info.st_mode & stat.S_IWOTH:
+        return f"{path} is world-writable: run chmod o-w {path}"
+    if single_link and info.st_nlink > 1:
+        return (f"{path} has {info.st_nlink} hard links: cronwrap uses only a file with one name "
+                "(another name could be any file): remove this name or choose another path")
+    return None
+
+
+def check_existing(path: Path) -> None:
+    """The rules of ``open_private`` for writing, for a file that another opener (SQLite: a
+    ledger's -wal and -shm) opens by its name: checked with lstat, so a symlink is refused
+    too. A missing file passes: its opener creates it, in a directory no one else can change
+    (a private one, or a sticky one where no one else can replace cronwrap's name)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise PathError(f"cannot use {path}: {exc.strerror}") from exc
+    if stat.S_ISLNK(info.st_mode):
+        raise PathError(f"{path} is a symlink; cronwrap refuses to follow it")
+    problem = unsafe_file(path, info)
+    if problem:
+        raise PathError(problem)

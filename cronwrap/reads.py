@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from cronwrap.errors import CHECK_UNKNOWN, CronwrapError, UsageError
+from cronwrap.stdio import write_utf8
 
 FORMATS = ("table", "json", "prometheus")
 
@@ -96,7 +97,7 @@ def status(names: list[str] | None, since: str = "7d", as_json: bool = False,
     except CronwrapError as exc:
         if not check:
             raise
-        print(f"CRONWRAP UNKNOWN - {exc}")  # a plugin that cannot tell says UNKNOWN (Nagios)
+        write_utf8(f"CRONWRAP UNKNOWN - {exc}\n")  # a plugin that cannot tell says UNKNOWN
         return CHECK_UNKNOWN
 
 
@@ -135,10 +136,10 @@ def _show_status(reports, taken, output_format, textfile, check, limits, p95) ->
             monitor.write_textfile(textfile, monitor.prometheus(reports, taken))
         if check:
             result = monitor.check(reports, taken, limits[0], limits[1], p95)
-            print(result.text)
+            write_utf8(result.text + "\n")
             return result.exit_code
         if output_format == "prometheus":
-            sys.stdout.write(monitor.prometheus(reports, taken))
+            write_utf8(monitor.prometheus(reports, taken))
             return 0
     if output_format == "json":
         sys.stdout.write(_json([report.report_json(r, taken) for r in reports]) + "\n")

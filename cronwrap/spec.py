@@ -46,6 +46,18 @@ def _utf8(text: str) -> bool:
     return True
 
 
+def _utf8_bytes(text: str) -> str:
+    """In an ASCII locale (LC_ALL=C with PYTHONUTF8=0) a name's non-ASCII bytes arrive from
+    argv as surrogate escapes; read as UTF-8 they are the name the ledger knows (``café``).
+    Anything else is left as it is (and refused if it is not text)."""
+    if _utf8(text):
+        return text
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8")
+    except UnicodeError:
+        return text
+
+
 def valid_env_key(text: str) -> bool:
     return bool(text) and not text[0].isdigit() and _ENV_CHARS.issuperset(text)
 
@@ -56,6 +68,7 @@ def job_name(text: str, label: str) -> str:
     """Any printable name of at most 128 characters: quotes and Unicode are plain data in the
     ledger, and names that are not also safe file names get an escaped form on disk
     (paths.file_name), so a name can never become a path outside cronwrap's directories."""
+    text = _utf8_bytes(text)
     if not text or len(text) > 128 or not text.isprintable() or text != text.strip() \
             or not _utf8(text):
         raise UsageError(f"{label}: {text!r} is not a job name (1-128 printable characters, no "

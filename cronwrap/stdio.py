@@ -22,10 +22,12 @@ job's next write gets EPIPE/SIGPIPE as it would without cronwrap. Any other writ
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import select
 import stat
+import sys
 import time
 
 BUFFER_LIMIT = 1 << 20  # per stream, on top of the job's own 1 MiB pipe
@@ -95,9 +97,11 @@ class Out:
 
 def warn(message: str) -> None:
     """One line on cronwrap's stderr, whatever the message holds (a newline from a file or a
-    name would forge a second line), never blocking and never raising: a stalled or closed
-    stderr loses the message, not the run."""
-    data = f"cronwrap: {one_line(message)}\n".encode("utf-8", "backslashreplace")
+    name would forge a second line), in the locale's charset (FALLBACK for what it lacks),
+    never blocking and never raising: a stalled or closed stderr loses the message, not the
+    run."""
+    encoding = getattr(sys.stderr, "encoding", None) or "utf-8"
+    data = f"cronwrap: {one_line(message)}\n".encode(encoding, FALLBACK)
     try:
         out = Out(2)
     except OSError:
@@ -108,6 +112,67 @@ def warn(message: str) -> None:
         pass
     finally:
         out.close()
+
+
+# -- a locale whose charset lacks what cronwrap writes --------------------------------------
+# LC_ALL=en_US.ISO-8859-1, or LC_ALL=C with PYTHONUTF8=0 (ASCII): Python would raise
+# UnicodeEncodeError at the first mark of a table. What the charset lacks is written instead
+# as ASCII: the marks and dashes cronwrap draws as their look-alikes, one column each like the
+# originals (tables and the history picture keep their columns); any other character as "?"
+# per column it takes, as ls(1) shows a name it cannot; an undecodable byte of the command line
+# (a surrogate escape) as \xNN.
+
+ASCII_LOOKALIKES = {
+    "✓": "+", "✗": "x", "·": ".", "○": "o", "▶": ">", "…": "...", "—": "-", "–": "-",
+    "‘": "'", "’": "'", "“": '"', "”": '"', "→": "->",
+    **dict(zip("▁▂▃▄▅▆▇█", "_.,:-=+#")),  # the duration sparkline, lowest to highest
+}
+FALLBACK = "cronwrap-ascii"
+
+
+def _ascii(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    return "".join(map(_ascii_char, exc.object[exc.start:exc.end])), exc.end
+
+
+def _ascii_char(char: str) -> str:
+    if char in ASCII_LOOKALIKES:
+        return ASCII_LOOKALIKES[char]
+    if "\udc80" <= char <= "\udcff":
+        return f"\\x{ord(char) - 0xdc00:02x}"
+    import unicodedata
+
+    if unicodedata.combining(char):
+        return ""
+    return "??" if unicodedata.east_asian_width(char) in "WF" else "?"
+
+
+codecs.register_error(FALLBACK, _ascii)
+
+
+def fit_locale() -> None:
+    """cronwrap's stdout and stderr write what their charset lacks with FALLBACK, never
+    failing: every command works in every locale."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors=FALLBACK)
+
+
+def write_utf8(text: str) -> None:
+    """``text`` to stdout as UTF-8, whatever the locale: what a program reads (a crontab,
+    Prometheus' text format, a monitoring plugin's perfdata) must name a job exactly."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape"))
+
+
+def unicode_stdout() -> bool:
+    """Whether stdout's charset has the marks cronwrap draws (a UTF-8 locale)."""
+    try:
+        "…✓".encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
 
 
 def one_line(text: str) -> str:

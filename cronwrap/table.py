@@ -20,6 +20,7 @@ import re
 import sys
 
 from cronwrap.record import Record
+from cronwrap.stdio import unicode_stdout
 
 _WORD = re.compile(r"\s*\S+\s*")  # rich's word: the word and the blanks after it
 _TRAILING = re.compile(r"\s+$")
@@ -32,11 +33,14 @@ PIPE_WIDTH = 160  # piped or captured output (cron mail, scripts, tests): a wide
 class Screen(Record):
     """Where the text goes: its width in cells, whether styles are drawn (a terminal that is
     not ``dumb``, or FORCE_COLOR), and whether colours are (not under NO_COLOR; bold and dim
-    still are), as rich's Console decides them."""
+    still are), as rich's Console decides them; and what ends a word cut to fit its column:
+    ``…``, or ``+`` (as top(1) marks one) where the locale's charset has no ``…``."""
 
     width: int
     styled: bool
     coloured: bool
+    ellipsis: str
+    _defaults = dict(ellipsis="…")
 
     @classmethod
     def of_stdout(cls, environ: dict[str, str] | None = None) -> Screen:
@@ -55,7 +59,8 @@ class Screen(Record):
         dumb = terminal and env.get("TERM", "").lower() in ("dumb", "unknown")
         width = 80 if dumb else _terminal_width(env) if tty else PIPE_WIDTH
         styled = terminal and not dumb
-        return cls(width=width, styled=styled, coloured=styled and not env.get("NO_COLOR"))
+        return cls(width=width, styled=styled, coloured=styled and not env.get("NO_COLOR"),
+                   ellipsis="…" if unicode_stdout() else "+")
 
 
 def _terminal_width(env: dict[str, str] | os._Environ[str]) -> int:
@@ -235,7 +240,8 @@ def _chop(text: str, width: int) -> list[str]:
     return chop_cells(text, width)
 
 
-def _cell_lines(c: Cell, width: int, outer: str = "") -> list[list[tuple[str, str]]]:
+def _cell_lines(c: Cell, width: int, outer: str = "",
+                ellipsis: str = "…") -> list[list[tuple[str, str]]]:
     """The lines of one cell, ``width - 2`` cells each (its blanks are added by the row), as
     (text, style) segments: rich's ``Text.wrap`` with overflow ``ellipsis``, left-justified.
     ``outer``: a style under all of it (the header's)."""
@@ -253,7 +259,7 @@ def _cell_lines(c: Cell, width: int, outer: str = "") -> list[list[tuple[str, st
                 line = line[:len(line) - min(len(trailing.group()), len(line) - inner)]
         used = cell_width(line)
         if used > inner:
-            line = _fit(line, inner - 1) + "…"
+            line = _fit(line, inner - 1) + ellipsis
         kept = [(max(s, start) - start, min(e, end) - start, st) for s, e, st in spans
                 if s < end and e > start]
         kept = [(s, min(e, len(line)), st) for s, e, st in kept if s < len(line)]
@@ -350,10 +356,11 @@ def _row(cells: list[Cell], widths: list[int], screen: Screen, header: str | Non
         for c, w in zip(cells, widths):
             filled = c.plain + " " * (w - 2 - c.width)
             if screen.styled and (c.style or c.spans or header):
-                filled = "".join(sgr(t, st, screen) for t, st in _cell_lines(c, w, header or "")[0])
+                line = _cell_lines(c, w, header or "", screen.ellipsis)[0]
+                filled = "".join(sgr(t, st, screen) for t, st in line)
             parts += [pad, filled, pad]
         return "".join(parts) + "\n"
-    drawn = [_cell_lines(c, w, header or "") for c, w in zip(cells, widths)]
+    drawn = [_cell_lines(c, w, header or "", screen.ellipsis) for c, w in zip(cells, widths)]
     height = max(len(d) for d in drawn)
     lines = []
     for i in range(height):

@@ -121,3 +121,14 @@ pgbouncer_ensure() {
   PG_ENV_ERROR="Debian's pgbouncer package installed no pgbouncer executable"
   return 1
 }
+
+# The ISO-8859-1 locale tests (tests/acceptance/test_damaged_input.py) build their locale with
+# localedef from the sources of Debian's locales package: only the sources are needed.
+locales_ensure() {
+  [ -e /usr/share/i18n/locales/en_US ] && [ -e /usr/share/i18n/charmaps/ISO-8859-1.gz ] &&
+    return 0
+  pkg_install locales || return 1
+  [ -e /usr/share/i18n/locales/en_US ] && return 0
+  PG_ENV_ERROR="Debian's locales package installed no /usr/share/i18n/locales/en_US"
+  return 1
+}

@@ -20,5 +20,6 @@ missing() {
 pg_ensure || missing PostgreSQL
 pgbouncer_ensure || missing PgBouncer
 chromium_ensure || missing chromium
+locales_ensure || missing "ISO-8859-1 locale"
 export PATH="$PWD/$venv/bin:$PATH"
 "$venv/bin/python" -m pytest "$@"

@@ -132,10 +132,16 @@ def _sanitize(word: str) -> str | None:
     return name or None
 
 
-def unique(base: str, used: set[str]) -> str:
-    """``base``, else ``base-2``, ``base-3``…; compared without case, for log directories."""
-    name, n = base, 2
-    while name.lower() in used:
-        name, n = f"{base}-{n}", n + 1
-    used.add(name.lower())
+def unique(base: str, used: dict[str, int]) -> str:
+    """``base``, else ``base-2``, ``base-3``…; compared without case, for log directories.
+    ``used``: every name taken, in lower case, with the next suffix to try for it as a base,
+    so that a crontab of n lines of one script costs n steps, not n²."""
+    key, name = base.lower(), base
+    n = used.get(key)
+    if n is not None:
+        while f"{key}-{n}" in used:
+            n += 1
+        name = f"{base}-{n}"
+        used[key] = n + 1
+    used.setdefault(name.lower(), 2)
     return name

@@ -202,10 +202,75 @@ def unquote(raw: str) -> str:
     """The value sh gives a word, near enough for names: quotes and escapes removed."""
     text = unescape_percent(raw)
     try:
-        parts = shlex.split(text)
+        parts = split_words(text)
     except ValueError:
         parts = []
     return parts[0] if len(parts) == 1 else text.replace("'", "").replace('"', "")
+
+
+_SPLIT_BLANKS = " \t\r\n"
+_PLAIN = re.compile(r"[^ \t\r\n\\'\"]+")
+_IN_DOUBLE = re.compile(r'[^"\\]+')
+
+
+def split_words(text: str) -> list[str]:
+    """``shlex.split(text)`` in linear time: shlex builds a word one character at a time by
+    string concatenation, so one long word (a 4 MiB crontab line) took hours. The same words,
+    and ValueError where shlex raises it (an open quote, a final backslash)."""
+    words: list[str] = []
+    word: list[str] | None = None  # None between words; [] in a word that is still empty
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in _SPLIT_BLANKS:
+            if word is not None:
+                words.append("".join(word))
+                word = None
+            i += 1
+            continue
+        word = [] if word is None else word
+        if ch == "\\":
+            if i + 1 >= n:
+                raise ValueError("No escaped character")
+            word.append(text[i + 1])
+            i += 2
+        elif ch == "'":
+            close = text.find("'", i + 1)
+            if close < 0:
+                raise ValueError("No closing quotation")
+            word.append(text[i + 1:close])
+            i = close + 1
+        elif ch == '"':
+            i = _double_quoted(text, i + 1, word)
+        else:
+            plain = _PLAIN.match(text, i)
+            assert plain is not None
+            word.append(plain.group())
+            i = plain.end()
+    if word is not None:
+        words.append("".join(word))
+    return words
+
+
+def _double_quoted(text: str, i: int, word: list[str]) -> int:
+    """Append the inside of a double-quoted string starting at ``i`` (after the quote) to
+    ``word``, as shlex reads it: a backslash escapes only ``"`` and ``\\``. The index
+    after the closing quote."""
+    n = len(text)
+    while i < n:
+        run = _IN_DOUBLE.match(text, i)
+        if run:
+            word.append(run.group())
+            i = run.end()
+            continue
+        if text[i] == '"':
+            return i + 1
+        if i + 1 >= n:
+            raise ValueError("No escaped character")
+        nxt = text[i + 1]
+        word.append(nxt if nxt in '"\\' else "\\" + nxt)
+        i += 2
+    raise ValueError("No closing quotation")
 
 
 def basename(path: str) -> str:

@@ -90,7 +90,7 @@ def wrap(
     """
     head = _head_words(cronwrap, extra_args)
     entries = parse(text, system=system)
-    used = {name.lower() for name in _declared_names(entries)}
+    used = {name.lower(): 2 for name in _declared_names(entries)}
     lines = [
         _wrap_job(entry, env, head, used)
         if isinstance(entry, Job) and not _ends_its_daemon(entry, extra_args, env)
@@ -160,7 +160,7 @@ def _head_words(cronwrap: str, extra_args: Sequence[str]) -> tuple[str, tuple[st
 
 
 def _wrap_job(
-    job: Job, env: Mapping[str, str], head: tuple[str, tuple[str, ...]], used: set[str]
+    job: Job, env: Mapping[str, str], head: tuple[str, tuple[str, ...]], used: dict[str, int]
 ) -> str:
     if job.problem or is_cronwrap(job.command):
         return job.text

@@ -333,6 +333,13 @@ class PostgresLedger(SqlLedger):
 
     # -- schema --------------------------------------------------------------------------
 
+    _version_at = "cronwrap_meta.schema_version"
+
+    def _repair_hint(self, label: object) -> str:
+        return ("restore the database from a backup, or write the version its tables are at: "
+                "UPDATE cronwrap_meta SET value = 'N' WHERE key = 'schema_version' (this "
+                f"cronwrap's is {self.schema_version})")
+
     def migrate(self, found: int | None = -1) -> int:
         """Bring the schema to ``schema_version``; returns the version found before
         (``found``: the version just read, when the caller has read it).
@@ -351,7 +358,7 @@ class PostgresLedger(SqlLedger):
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
             self._exec(cur, "create_meta")
             row = self._one(cur, "schema_version")
-            version = int(row["value"]) if row else 0
+            version = self.stored_version(row["value"], self.label) if row else 0
             self.check_version(version, self.label)
             for number in range(version + 1, self.schema_version + 1):
                 cur.execute(self.q[f"migration_{number}"])
@@ -366,7 +373,7 @@ class PostgresLedger(SqlLedger):
             if isinstance(exc.__cause__, errors.UndefinedTable):
                 return None
             raise
-        return int(rows[0]["value"]) if rows else 0
+        return self.stored_version(rows[0]["value"], self.label) if rows else 0
 
     # -- one statement, one round trip ---------------------------------------------------
 

@@ -24,6 +24,17 @@ from cronwrap.ledger.base import Claim, ClaimRequest, Finish, JobInfo, JobSummar
 _TIME_COLUMNS = ("scheduled_at", "locked_until", "started_at", "finished_at")
 
 
+def _version_number(value: object) -> int | None:
+    """A stored schema version as a number; None when it is not a whole number from 0 (a
+    damaged value: text, NULL, negative, or too long to be one)."""
+    if isinstance(value, str):
+        value = value.strip()
+        return int(value) if value.isascii() and value.isdigit() and len(value) <= 9 else None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
 def decide(row: Run, req: ClaimRequest, now: datetime) -> str | None:
     """None when ``row`` may be claimed by ``req``, else the skip reason."""
     if row.status == base.RUNNING:
@@ -47,6 +58,20 @@ class SqlLedger(ABC):
         # The schema this code writes: its newest numbered migration (one place for the fact).
         self.schema_version = max(int(name.rpartition("_")[2]) for name in queries
                                   if name.startswith("migration_"))
+
+    def stored_version(self, found: object, label: object) -> int:
+        """The schema version as the dialect stores it (an integer, or PostgreSQL's text), as
+        a number; a damaged one (not a whole number from 0) is refused with where it is and
+        what to do."""
+        version = _version_number(found)
+        if version is None:
+            from cronwrap.errors import LedgerError
+
+            shown = "missing (NULL)" if found is None else repr(found)[:40]
+            raise LedgerError(f"ledger {label}: its schema version ({self._version_at}) is "
+                              f"{shown}, not a version number: the ledger is damaged; "
+                              f"{self._repair_hint(label)}")
+        return version
 
     def check_version(self, found: int, label: object) -> None:
         """A ledger written by a newer cronwrap is refused, never written by an older one."""
@@ -333,6 +358,12 @@ class SqlLedger(ABC):
     @abstractmethod
     def _from_db(self, value: Any) -> datetime | None:
         ...
+
+    _version_at = "the schema version"  # where the dialect keeps it, as a person finds it
+
+    def _repair_hint(self, label: object) -> str:
+        """What to do about a damaged schema version."""
+        return "restore it from a backup"
 
     def _ids(self, ids: list[int]) -> Any:
         """A list of ids as one query parameter."""

@@ -15,12 +15,13 @@ from cronwrap.ledger import sql
 from cronwrap.ledger.sqlcore import SqlLedger
 from cronwrap.record import TYPE_CHECKING
 from cronwrap.errors import PathError
-from cronwrap.paths import open_private
+from cronwrap.paths import check_existing, open_private
 
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterator
 
 BUSY_TIMEOUT_S = 10.0
+SIDECARS = ("-wal", "-shm", "-journal")  # the files SQLite keeps next to a database
 
 
 def ledger_message(path: object, exc: Exception) -> str:
@@ -51,8 +52,10 @@ class SqliteLedger(SqlLedger):
         self.path = path or ":memory:"
         reading_file = read_only and path is not None
         if path is not None:
-            try:  # 0600, no symlink, a regular file; WAL files inherit the mode
+            try:  # 0600, no symlink, a regular file (one name, to write it); WAL files inherit the mode
                 os.close(open_private(path, os.O_RDONLY if read_only else os.O_RDWR | os.O_CREAT))
+                for sidecar in SIDECARS:  # SQLite opens these itself: even a reader writes -shm
+                    check_existing(Path(f"{path}{sidecar}"))
             except PathError as exc:
                 if not isinstance(exc.__cause__, OSError):
                     raise  # unsafe (symlink, another user's file): refused, never run around
@@ -62,6 +65,8 @@ class SqliteLedger(SqlLedger):
             if not reading_file:  # reading tolerates older and newer schemas: nothing to migrate
                 self.conn.execute("PRAGMA synchronous = NORMAL")
                 self._migrate()
+            else:
+                self._version()  # but not a damaged one
         except sqlite3.DatabaseError as exc:
             raise LedgerError(ledger_message(path, exc)) from exc
 
@@ -94,8 +99,15 @@ class SqliteLedger(SqlLedger):
         conn.row_factory = sqlite3.Row
         return conn
 
+    _version_at = "PRAGMA user_version"
+
+    def _repair_hint(self, label: object) -> str:
+        return (f"restore it from a backup, or move it aside (mv {label} {label}.broken) and "
+                "cronwrap starts a new ledger")
+
     def _version(self) -> int:
-        return self.conn.execute("PRAGMA user_version").fetchone()[0]
+        return self.stored_version(self.conn.execute("PRAGMA user_version").fetchone()[0],
+                                   self.path)
 
     def _migrate(self) -> None:
         """Numbered migrations, each applied once, all in one BEGIN IMMEDIATE transaction."""

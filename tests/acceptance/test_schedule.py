@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -92,6 +93,31 @@ def test_catchup_all_runs_oldest_first_up_to_the_cap(clocked, seen):
                     ("2026-10-22", "catchup"), ("2026-10-25", "schedule")]
     status = {r["run_key"]: r["status"] for r in history(clocked, "agg")}
     assert list(status.values()).count("missed") == 2  # the 23rd and 24th, beyond the cap
+
+
+def test_a_long_outage_records_every_slot_the_warning_counts(clocked):
+    """Two days down, every minute, --catchup all --max-catchup 5 (issue 20 §6): the
+    warning's count of slots "recorded as missed" is the ledger's count of missed rows, and
+    the slot just after the five run has its row, so status counts it."""
+    import re
+
+    opts = ["-n", "m", "--schedule", "* * * * *", "--tz", "UTC", "--catchup", "all",
+            "--max-catchup", "5", "--", "true"]
+    assert clocked.at("2026-10-20T00:00:02+00:00", "run", *opts).returncode == 0
+    proc = clocked.at("2026-10-22T00:00:02+00:00", "run", *opts)
+    assert proc.returncode == 0, proc.stderr
+    counted = re.search(rb"(\d+) missed slots beyond --max-catchup 5 are recorded as missed",
+                        proc.stderr)
+    assert counted, proc.stderr
+    rows = clocked.json("history", "m", "--json", "--limit", "5000")
+    missed = sorted(r["scheduled_at"] for r in rows if r["status"] == "missed")
+    run = sorted(r["scheduled_at"] for r in rows if r["trigger"] == "catchup")
+    assert len(missed) == int(counted.group(1))
+    assert len(run) == 5
+    after_last_run = datetime.fromisoformat(run[-1]) + timedelta(minutes=1)
+    assert datetime.fromisoformat(missed[0]) == after_last_run, (run[-1], missed[0])
+    (job,) = json.loads(clocked.at("2026-10-22T00:00:30+00:00", "status", "--json").stdout)
+    assert job["counts"]["missed"] == len(missed)
 
 
 def test_catchup_none_records_missed_and_status_says_so(clocked, seen):

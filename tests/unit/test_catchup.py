@@ -180,6 +180,26 @@ def test_long_outage_is_bounded():
     assert elapsed < 5.0, f"planning took {elapsed:.2f}s"
 
 
+@pytest.mark.parametrize("policy, max_catchup", [("all", 5), ("all", 0), ("latest", 10),
+                                                  ("none", 10)])
+def test_a_long_outage_records_every_slot_it_counts_and_leaves_no_gap(policy, max_catchup):
+    """Two days down, every minute (issue 20 §6): the warning's count is what is recorded,
+    and the slots run and recorded are one unbroken stretch up to the firing's own slot: the
+    slot just after the last catch-up run has its row (status counts it)."""
+    every_minute = Schedule.parse("* * * * *", ZoneInfo("UTC"), "UTC")
+    result = plan(every_minute, last_seen=NOW - timedelta(days=2), policy=policy,
+                  max_catchup=max_catchup)
+    counted = [w for w in result.warnings if "recorded as missed" in w]
+    if counted:
+        assert counted[0].startswith(f"{len(result.marks)} missed slots beyond"), counted
+    assert len(result.marks) == MAX_MARKS
+    covered = sorted([r.scheduled_at for r in result.runs[:-1]] +
+                     [m.scheduled_at for m in result.marks])
+    assert covered == [covered[0] + timedelta(minutes=i) for i in range(len(covered))]
+    assert covered[-1] == at(11, 59)
+    assert any("older slots not listed" in w for w in result.warnings)
+
+
 def test_long_outage_with_a_window_marks_too_late_slots_newest_first():
     every_minute = Schedule.parse("* * * * *", ZoneInfo("UTC"), "UTC")
     result = plan(every_minute, last_seen=NOW - timedelta(days=730), policy="none",

@@ -536,6 +536,30 @@ def test_crontab_functions_take_any_text(text):
     assert crontab.unwrap(crontab.wrap(text)) == text or "cronwrap" in text
 
 
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.sampled_from([" ", "\t", "\r", "\n", "\\", "'", '"', "#", "$", "a",
+                                           "é", "%"]), st.text(max_size=3)), max_size=30)
+       .map("".join))
+@example("a\\")
+@example('"a\\')
+@example('"\\x\\"\\\\"')
+@example("'a'\"b\"c d")
+@example('""')
+def test_crontab_words_split_as_shlex_splits_them(text):
+    """The linear split of crontab words (issue 20 §6: shlex is quadratic in a long word)."""
+    import shlex
+
+    from cronwrap.crontab.shell import split_words
+
+    try:
+        expected = shlex.split(text)
+    except ValueError:
+        with pytest.raises(ValueError):
+            split_words(text)
+    else:
+        assert split_words(text) == expected
+
+
 # -- the run command line --------------------------------------------------------------------
 
 ARG = st.one_of(

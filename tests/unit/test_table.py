@@ -131,3 +131,13 @@ def test_screen_follows_rich_console_rules(monkeypatch):
     assert Screen.of_stdout({"COLUMNS": "93"}) == Screen(93, True, True)
     assert Screen.of_stdout({"COLUMNS": "93", "TERM": "dumb"}) == Screen(80, False, False)
     assert Screen.of_stdout({"COLUMNS": "93", "TTY_COMPATIBLE": "0"}) == Screen(93, False, False)
+
+
+def test_a_cut_word_in_a_locale_without_an_ellipsis_ends_in_a_plus_and_keeps_its_column():
+    """Where stdout's charset has no "…" (LC_ALL=C, ISO-8859-1), a cut word ends in "+", as
+    top(1) marks one, and every line is as wide as with "…" (issue 20 §6)."""
+    rows = [[Cell([("a" * 40, "")]), Cell([("b", "")])], [Cell([("c", "")]), Cell([("d", "")])]]
+    unicode = render_table(["NAME", "X"], rows, Screen(20, False, False)).splitlines()
+    ascii_ = render_table(["NAME", "X"], rows, Screen(20, False, False, "+")).splitlines()
+    assert "…" in unicode[1] and ascii_[1] == unicode[1].replace("…", "+")
+    assert ascii_[1].isascii() and [len(line) for line in ascii_] == [len(line) for line in unicode]

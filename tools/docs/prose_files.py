@@ -31,6 +31,15 @@ ENVIRONMENT_READ: tuple[Block, ...] = (
      "Read by the PostgreSQL driver for what a `postgresql://` URL does not say, so the "
      "password can stay out of crontab lines. PGSERVICE, PGSERVICEFILE and PGSYSCONFDIR name "
      "a service and where its file is, as for psql."),
+    ("`LC_ALL`, `LC_CTYPE`, `LANG`",
+     "The charset of what cronwrap writes for a person. Every command works in every locale: "
+     "in one whose charset is not UTF-8 (ISO-8859-1, or `LC_ALL=C` with `PYTHONUTF8=0`), what "
+     "the charset lacks is written in ASCII (see `history`). What a program reads stays exact "
+     "and UTF-8: `wrap`'s crontab, `--json`, `--format prometheus`, `--check`; `logs` copies the "
+     "job's own bytes. A job "
+     "name typed in such a terminal names the same job (under `LC_ALL=C` its bytes are read "
+     "as UTF-8), and the job sees it in `CRONWRAP_JOB` in the locale's charset, as UTF-8 "
+     "where that charset lacks it."),
     ("`CRONWRAP_DEBUG`", "When set to a non-empty value, an internal error prints its "
                          "traceback."),
     ("`CRONWRAP_FAILPOINT`", "A testing aid of the test suite, never for production: set to "
@@ -130,7 +139,10 @@ FILES_ENTRIES: tuple[Block, ...] = (
     "Directories cronwrap creates are mode 0700 and must belong to the user running it and not "
     "be writable by group or others; files are created 0600 and opened with O_NOFOLLOW and "
     "O_NONBLOCK, and a symlink, a file owned by another user, a world-writable file or "
-    "anything but a regular file (a FIFO, which would block the wrapper) is refused. The "
+    "anything but a regular file (a FIFO, which would block the wrapper) is refused. A file "
+    "cronwrap writes (the ledger and SQLite's -wal, -shm and -journal next to it, the run log, "
+    "captured output, outbox entries) must have one name: one with other hard links is "
+    "refused, as a write would go through to the other name. The "
     "parent of an explicit `--lock-file` or `sqlite:///` path may be shared only if it is "
     "sticky, like /tmp. `status`, `history` and `logs` open the SQLite ledger read-only, so "
     "they work on a full or read-only file system. An outbox entry that cannot be read back "

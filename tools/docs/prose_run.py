@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from cronwrap import (catchup, deadline, errors, monitor, picture, redact, retry, runlog, stdio,
                       supervise)
+from cronwrap.admin import CRONTAB_MAX
 
 from tools.docs.facts import (
     ALIASES, Block, EARLY, FINAL, HOOK_KILL, Example, LATE_GRACE, ORPHAN_GRACE, PING_RETRIES,
@@ -116,6 +117,29 @@ def mark_words() -> str:
 MARK_WORDS = mark_words()
 
 
+def ascii_marks() -> str:
+    """``+`` for a check mark, ...: what the history picture draws where the locale's charset
+    lacks its marks (stdio.ASCII_LOOKALIKES)."""
+    return ", ".join(f"`{stdio.ASCII_LOOKALIKES[mark]}` for {MARK_NAMES[mark]}"
+                     for mark, _ in picture.MARKS.values() if not mark.isascii())
+
+
+LOCALE_NOTE = (
+    "In a locale whose charset is not UTF-8 (ISO-8859-1, or `LC_ALL=C` with `PYTHONUTF8=0`) "
+    "what the charset lacks is written in ASCII: the picture's marks as " + ascii_marks()
+    + ", the sparkline's bars as `" + "".join(stdio.ASCII_LOOKALIKES[b] for b in picture.BARS)
+    + "`, dashes as `-`, an ellipsis as `...` (`+` ends a word cut to fit a table's column), "
+    "and any other character as `?`."
+)
+
+
+CRONTAB_INPUT = (
+    f"*FILE* (or standard input, `-`) must be UTF-8 text of at most {size_text(CRONTAB_MAX)}, "
+    f"some 15,000 lines: a larger input (/dev/zero, an endless pipe) is refused with exit "
+    f"status {errors.EXIT_CRONWRAP} after reading that much, and nothing is written."
+)
+
+
 COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
     "status": (
         "The table has one row per job: when its last run started, its status and exit code, "
@@ -133,7 +157,7 @@ COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
         "Above the table, a picture of the runs: one mark per slot, oldest on the left ("
         + MARK_WORDS + "), under it a sparkline of their durations scaled to the longest, and a "
         "legend with the counts. Below the table, the last lines of output of the newest run "
-        "that failed, timed out or was killed (its `error_tail`).",
+        "that failed, timed out or was killed (its `error_tail`). " + LOCALE_NOTE,
         "`--json`: an array of runs, newest first, each with `run_id`, `job`, `run_key`, "
         "`scheduled_at`, `trigger`, `status`, `skip_reason`, `attempt`, `host`, `pid`, "
         "`started_at`, `finished_at`, `duration_ms`, `exit_code`, `signal`, `fence` and a few "
@@ -257,10 +281,13 @@ COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
         "`--leave-orphans` after `--` (or `CRONWRAP_LEAVE_ORPHANS=1` above the line) they are "
         "wrapped too, `@reboot` lines without `--schedule`. Lines already wrapped are left "
         "alone, so wrapping twice changes nothing. `--unwrap` restores the lines `wrap` wrote to their original text exactly.",
+        CRONTAB_INPUT + " The crontab is written out in UTF-8, as it was read, whatever the "
+        "locale.",
     ),
     "lint": (
         "One line per finding: *FILE*`:`*LINE*`:`*COLUMN*`:` *SEVERITY*`:` *CODE* *message* "
-        "`— fix:` *fix*. The codes:",
+        "`— fix:` *fix* (`- fix:` where the locale's charset has no dash). " + CRONTAB_INPUT
+        + " The codes:",
     ),
     "prune": (
         "Ledger rows finished longer than `--older-than` ago go, except each job's newest "

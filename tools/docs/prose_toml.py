@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from cronwrap import config, errors, spec
 
-from tools.docs.facts import Block, ETC_CONFIG, Example, USER_CONFIG, XDG_CONFIG, choices
+from tools.docs.facts import (
+    Block, ETC_CONFIG, Example, USER_CONFIG, XDG_CONFIG, choices, size_text)
 
 
 NOT_KEYS = tuple(config.NOT_KEYS)  # run options that are not config keys
@@ -119,6 +120,8 @@ TOML_VALIDATION: tuple[Block, ...] = (
     "with exit status "
     f"{errors.EXIT_CRONWRAP}. Errors are:",
     ("a file that is not valid TOML or not UTF-8", "with the line of the TOML error."),
+    (f"a file larger than {size_text(config.CONFIG_MAX)}", "no configuration file is that "
+                                                            "large: it is not read to its end."),
     ("an unknown key", "with the closest known one: `unknown key 'timeot' in [defaults] (did "
                        "you mean 'timeout'?)`."),
     ("a key outside a table", "it belongs under `[defaults]` or `[jobs.`*NAME*`]`."),
