@@ -12,7 +12,7 @@ holder from a stale one (dead PID, a PID now used by another process, an earlier
 
 flock: the descriptor is handed to the job (as ``flock(1)`` does), so the kernel releases the
 lock only when the last process of the job's tree holding it is gone, even after a SIGKILL of
-the wrapper (whose job then gets the timeout signal from the wrapper's sentinel, supervise.py).
+the wrapper (whose job then gets the timeout signal from its keeper, keeper.py).
 pid: the holder file is the lock; it is checked and written under a brief flock of the lock file.
 """
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 LINUX = sys.platform.startswith("linux")
 POLL = 0.05  # seconds between looks while a tree is being ended by a blocking caller
+_PR_SET_NAME = 15
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
 
@@ -280,13 +281,6 @@ def is_alive(pid: int | None, started: int | None) -> bool:
     return actual is not None and (started is None or table().same_start(started, actual))
 
 
-def is_init() -> bool:
-    """This process is PID 1 of its PID namespace: a container's entrypoint. Orphans of
-    every process in the namespace come to it, and when it exits, the kernel KILLs what is
-    left in the namespace."""
-    return os.getpid() == 1
-
-
 def self_identity() -> tuple[int, int]:
     pid = os.getpid()
     return pid, start_time(pid) or 0
@@ -527,18 +521,43 @@ def pipe(nonblock: bool = False) -> tuple[int, int]:
     return ends
 
 
-def fork_away(run: Callable[[], object]) -> None:
-    """Call ``run`` in a process that is neither this one's child nor in its tree (forked
-    twice; the middle one is reaped at once), which exits when ``run`` returns or raises.
-    Call it while this process is not a subreaper, or the grandchild would re-parent to it."""
-    middle = os.fork()
-    if middle == 0:
+def fork(run: Callable[[], int]) -> int:
+    """Call ``run`` in a child process, which exits with what it returns (125 if it raises:
+    it never returns into its parent's frames, nor flushes its parent's buffers). The child's
+    PID."""
+    pid = os.fork()
+    if pid == 0:
+        status = 125
         try:
-            if os.fork() == 0:
-                run()
+            status = run()
+        except BaseException as exc:  # one line on the inherited stderr, never a traceback
+            try:
+                os.write(2, f"cronwrap: {type(exc).__name__}: {exc}\n".encode(errors="replace"))
+            except OSError:
+                pass
         finally:
-            os._exit(0)
-    os.waitpid(middle, 0)
+            os._exit(status)
+    return pid
+
+
+def keep_only_fds(*keep: int) -> None:
+    """Close every descriptor of this process but ``keep``: a forked helper must not hold the
+    wrapper's ledger connection, lock files or output pipes open."""
+    low = 0
+    for fd in sorted(set(keep)):
+        if low < fd:  # an empty range is not empty to os.closerange(0, 0): it closes them all
+            os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, os.sysconf("SC_OPEN_MAX"))
+
+
+def name_process(name: str) -> None:
+    """What ``ps -e`` and ``top`` show for this process (Linux's PR_SET_NAME, 15 bytes)."""
+    if LINUX:
+        try:
+            _prctl(_PR_SET_NAME, name.encode()[:15])
+        except OSError:
+            pass
 
 
 def open_pidfd(pid: int) -> int | None:
@@ -561,6 +580,24 @@ def reap_children(on_reaped: Callable[[int, int], None]) -> bool:
         if pid == 0:
             return True
         on_reaped(pid, status)
+
+
+def reap(pid: int, timeout: float | None = None) -> bool:
+    """Wait for the child ``pid`` to end and reap it (at most ``timeout`` seconds); True once
+    it is reaped, or was already."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        try:
+            done, _ = os.waitpid(pid, 0 if deadline is None else os.WNOHANG)
+        except ChildProcessError:
+            return True
+        except InterruptedError:
+            continue
+        if done:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL / 5)
 
 
 class Subreaper:

@@ -1,5 +1,5 @@
 """What a real ``cronwrap run`` firing imports: the modules loaded by the time it leaves (its
-forked helpers, the sentinel, too), read in a fresh interpreter."""
+forked helpers, the keeper, too), read in a fresh interpreter."""
 
 from __future__ import annotations
 

@@ -109,7 +109,7 @@ def test_sigkilled_wrapper_at_every_phase_converges(cw, home, tmp_path, phase):
     """No job runs unnoticed, the lock is never held by nobody, the ledger converges."""
     same_minute(10)
     seen = tmp_path / "attempts"
-    # The job ignores TERM, so it outlives its killed wrapper until the sentinel's KILL.
+    # The job ignores TERM, so it outlives its killed wrapper until its keeper's KILL.
     job = ["sh", "-c", f"trap '' TERM; echo $CRONWRAP_ATTEMPT >> {seen}; sleep 1"]
     lock = home / "locks" / "k.lock"
     wrapper = cw.popen("run", "-n", "k", "--kill-after", "30", "--", *job,
@@ -176,6 +176,11 @@ def test_sigkilled_wrapper_mid_run_with_a_pid_lock(cw, home, tmp_path):
     assert len(stale) == 1 and stale[0]["stale_pid"] == wrapper.pid
 
 
+def parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
 # A parent that adopts orphans (PR_SET_CHILD_SUBREAPER) and never reaps them, like a container
 # whose PID 1 is the application rather than an init: an orphaned job that exits stays a zombie.
 NON_REAPING_PARENT = """
@@ -199,7 +204,9 @@ def test_a_zombie_job_does_not_hold_a_pid_lock(cw, home):
         wrapper_pid = int(parent.stdout.readline())
         wait_for(lambda: proc_state(wrapper_pid) == "T", what="the wrapper to stop")
         _, _, job_pid, _ = lock_holder(home, "z")
+        keeper_pid = parent_of(job_pid)  # which would reap the job: killed too
         os.kill(wrapper_pid, signal.SIGKILL)
+        os.kill(keeper_pid, signal.SIGKILL)
         wait_for(lambda: proc_state(job_pid) == "Z", what="the job to exit (unreaped)")
         assert proc_state(wrapper_pid) is None  # the wrapper itself was reaped
         proc = cw("run", "-n", "z", "--lock", "pid", "--skip-exit-code", "9", "--", "true")

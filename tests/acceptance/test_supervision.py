@@ -108,8 +108,8 @@ def run_as_pid1(cw, prefix: list[str], *args: str) -> tuple[int, float, bytes]:
 
 
 def test_as_pid1_a_job_that_ends_at_once_ends_the_wrapper_at_once(cw, as_pid1):
-    """It used to wait forever (host /proc) or 5 s (own /proc): its own sentinel, re-parented
-    to it, was taken for a leftover of the job."""
+    """It used to wait forever (host /proc) or 5 s (own /proc): its own helper process,
+    re-parented to it, was taken for a leftover of the job."""
     rc, took, err = run_as_pid1(cw, as_pid1, "-n", "p", "--", "true")
     assert rc == 0, err
     assert took < 2.0
@@ -179,7 +179,7 @@ def test_a_signal_not_ignored_at_start_is_still_forwarded(cw, tmp_path):
 
 def test_a_term_ignoring_descendant_that_left_the_session_is_killed_after_the_wrapper_dies(
         cw, tmp_path):
-    """The sentinel KILLs, after the grace, every process it sent TERM to, even one that left
+    """The keeper KILLs, after the grace, every process it sent TERM to, even one that left
     the job's session and whose parent has died (it is then nobody's descendant it can find),
     so the flock it inherited is released and the next firing runs."""
     pid_file = tmp_path / "pid"

@@ -73,7 +73,7 @@ def test_a_stale_pid_lock_is_released_and_the_next_firing_needs_no_takeover(cw, 
     record = record_of(home, lock)
     os.kill(wrapper_pid, signal.SIGKILL)
     wrapper.wait(30)
-    kill_job(job_pid, job_start)  # unless the wrapper's sentinel ended it first
+    kill_job(job_pid, job_start)  # unless the job's keeper ended it first
     wait_for(lambda: not alive(job_pid), what="the job to be gone")
     assert record.exists()
     lines = unlock(cw, "j")

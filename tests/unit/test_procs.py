@@ -1,5 +1,5 @@
-"""procs.py's pure parts and the sentinel's message: no process is started here (the process
-table against real processes is in tests/integration/test_supervise.py)."""
+"""procs.py's pure parts, and what a forked helper keeps: the process table against real
+processes is in tests/integration/test_supervise.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from cronwrap import procs, sentinel
+from cronwrap import procs
 
 
 @pytest.mark.parametrize(("first", "sent"), [
@@ -40,20 +40,16 @@ def test_the_portable_table_names_one_boot_and_one_pid_space():
     assert here.can_check("h", table.boot_id(), table.pid_namespace())
 
 
-@pytest.mark.parametrize(("message", "job", "done"), [
-    (b"4242 987654\ndone\n", procs.ProcessId(4242, 987654), True),
-    (b"4242 987654\n", procs.ProcessId(4242, 987654), False),  # the wrapper died mid-run
-    (b"", None, False),  # it died before the job started
-    (b"4242", None, False),  # cut short: no start time, nothing to check a PID against
-])
-def test_the_sentinel_hears_the_job_and_whether_it_is_done(message, job, done):
-    read_end, write_end = os.pipe()
-    os.write(write_end, message)
-    os.close(write_end)
-    try:
-        assert sentinel._listen(read_end) == (job, done)
-    finally:
-        os.close(read_end)
+def test_keeping_only_some_descriptors_never_closes_them():
+    """os.closerange(0, 0) closes every descriptor (Python 3.11): the keeper keeps 0-2."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            procs.keep_only_fds(0, 1, 2)
+            os._exit(0 if all(os.fstat(fd) for fd in (0, 1, 2)) else 1)
+        finally:
+            os._exit(2)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
 def test_nothing_is_signalled_by_pid_0_or_a_group_0():

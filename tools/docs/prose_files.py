@@ -164,17 +164,15 @@ LOCKING: tuple[Block, ...] = (
      "A kernel lock (flock(2)), held for as long as any process of the job lives. cronwrap "
      "hands the locked descriptor to the job, as flock(1) does, and the kernel releases the "
      "lock only when the last process holding it is gone. If the wrapper itself is killed "
-     "(SIGKILL, the OOM killer), its sentinel, a small process that watches it, sends "
-     "`--signal` and CONT to every process of the job's session and their descendants, and "
-     f"KILL after `--kill-after` ({ORPHAN_GRACE} when that is 0) to every one of them still "
-     "alive, even one that has left the session since: a job never outlives a wrapper "
+     "(SIGKILL, the OOM killer), the job's keeper (the process that supervises it) sends "
+     "`--signal` and CONT to every process of the job's tree, and KILL after `--kill-after` "
+     f"({ORPHAN_GRACE} when that is 0) to every one of them still alive, even one that has "
+     "left the session since: a job never outlives a wrapper "
      "that can no longer enforce its timeout or renew its lease (GNU timeout uses "
      "PR_SET_PDEATHSIG, which reaches only the direct child). Until then the survivors keep "
      "the inherited descriptor, so the next firing skips. The job's standard output and error "
      "have no reader any more: its next write there fails (SIGPIPE). Descendants left "
-     "running with `--leave-orphans` keep the lock until they exit or close the descriptor. As "
-     "PID 1 of a container there is no sentinel: the kernel KILLs every process of the "
-     "container when its PID 1 dies."),
+     "running with `--leave-orphans` keep the lock until they exit or close the descriptor."),
     ("`--lock pid`",
      "The holder record is the lock, read and written under a brief flock of the lock file so "
      "that two firings never both take it. Its holder is alive while the wrapper or the job's "

@@ -32,7 +32,7 @@ DESCRIPTION: tuple[Block, ...] = (
     "on-failure` the output is only captured and, when the run did not succeed, the captured "
     "copy (standard error merged into it, bounded as described under FILES) is written to "
     "standard output after the job has ended, as chronic(1) does.",
-    "The job is its whole process tree. cronwrap makes itself the child subreaper of the job "
+    "The job is its whole process tree. Its keeper makes itself the child subreaper of the job "
     "and starts it in a new session, so descendants that left the job's process group are "
     "still found. At `--timeout` every process of the tree gets `--signal` (and CONT, so that a "
     "stopped process can act on it); `--kill-after` later, KILL goes to whatever is left; with "
@@ -49,13 +49,15 @@ DESCRIPTION: tuple[Block, ...] = (
     "ignored, by cronwrap and by the job, as under timeout(1): a re-run started with `nohup` "
     "over SSH survives the hangup. VTALRM is cronwrap's own (it times the matching of "
     "`--redact` patterns) and is neither forwarded nor fatal.",
-    "Supervision never waits for the output: one thread of the wrapper keeps the job (the "
-    "timeout, KILL, forwarded signals, reaping) while another reads, captures, redacts and "
-    "passes on its output, and the lease is renewed by a third. A job that prints what is "
-    "slow to redact, or a reader that stalls, slows the output, never the timeout or the "
-    "lease.",
+    "Supervision never waits for the output. The job's life belongs to its keeper, a process "
+    "of its own that cronwrap forks before the job starts (shown as cronwrap-keeper by ps "
+    "-e): it spawns the job, times it out, forwards signals, ends and reaps its tree, and "
+    "ends it when the wrapper itself dies. The wrapper reads, captures, redacts and passes on "
+    "the output and renews the lease: a job that prints what is slow to redact, or a reader "
+    "that stalls, slows the output, never the timeout, a KILL or a signal.",
     "As PID 1 of a container (`docker run`, a Kubernetes entrypoint, `unshare --pid --fork`) "
-    "cronwrap is the init of its job: it reaps every process re-parented to it, finds the "
+    "cronwrap is the init of its job: it and its keeper reap every process re-parented to "
+    "them, the keeper finds the "
     "job's tree through its own /proc or, when the container shares the host's /proc, by "
     "translating the host's process IDs to the container's, and keeps the exit statuses of "
     "timeout(1). When it exits, the kernel ends whatever is left in the container, "
