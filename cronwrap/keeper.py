@@ -22,9 +22,10 @@ no longer renew its lease — and KILLs, after the grace, every process it saw i
 To the wrapper (``report``) go JSON lines: the job's PID and start time once it is spawned,
 then how it ended.
 
-Signals sent to the keeper itself (it is in the wrapper's process group: a Ctrl-C reaches
-both) are caught and dropped: the wrapper forwards them. One that was ignored when cronwrap
-started stays ignored, for the keeper and for the job (GNU timeout's rule).
+The keeper leaves the wrapper's session: a KILL sent to the wrapper's whole process group
+leaves it to end the job. Signals sent to the keeper itself (``pkill cronwrap``) are caught and
+dropped: the wrapper forwards what it gets. One that was ignored when cronwrap started stays
+ignored, for the keeper and for the job (GNU timeout's rule).
 """
 
 from __future__ import annotations
@@ -146,6 +147,10 @@ def keep(spec: SuperviseSpec, control: int, report: int, stdout: int, stderr: in
     """The keeper process's life, from the fork to its exit status."""
     procs.keep_only_fds(0, 1, 2, control, report, stdout, stderr, *spec.pass_fds)
     procs.name_process("cronwrap-keeper")
+    # Out of the wrapper's process group and terminal: a KILL of the wrapper's whole group (a
+    # service manager, an outer timeout -s KILL) leaves the keeper to end the job, and a Ctrl-C
+    # reaches the job once, forwarded by the wrapper.
+    os.setsid()
     wakeup_read, wakeup_write = procs.pipe(nonblock=True)
     signal.set_wakeup_fd(wakeup_write, warn_on_full_buffer=False)  # SIGCHLD wakes the loop
     for signum in (*FORWARDED_SIGNALS, *IGNORED_SIGNALS, *OWN_SIGNALS, signal.SIGCHLD):

@@ -177,17 +177,21 @@ def test_a_signal_not_ignored_at_start_is_still_forwarded(cw, tmp_path):
 
 # -- the wrapper SIGKILLed -------------------------------------------------------------------
 
+@pytest.mark.parametrize("victim", ["wrapper", "its process group"])
 def test_a_term_ignoring_descendant_that_left_the_session_is_killed_after_the_wrapper_dies(
-        cw, tmp_path):
+        cw, tmp_path, victim):
     """The keeper KILLs, after the grace, every process it sent TERM to, even one that left
     the job's session and whose parent has died (it is then nobody's descendant it can find),
     so the flock it inherited is released and the next firing runs."""
     pid_file = tmp_path / "pid"
     job = (f"setsid sh -c 'trap \"\" TERM HUP; echo $$ > {pid_file}; exec sleep 40' & wait")
-    wrapper = cw.popen("run", "-n", "g", "--kill-after", "1", "--", "sh", "-c", job)
+    wrapper = cw.popen("run", "-n", "g", "--kill-after", "1", "--", "sh", "-c", job,
+                       start_new_session=True)
     try:
         descendant = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(),
                                   what="the descendant"))
+        if victim == "its process group":  # a service manager's stop, an outer timeout -s KILL
+            os.killpg(wrapper.pid, signal.SIGKILL)
     finally:
         kill_wrapper(wrapper)
     wait_for(lambda: not alive(descendant), timeout=15, what="the descendant's end")
