@@ -7,27 +7,25 @@ result is retried, then spooled to the outbox for the next invocation on this ho
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 
 from cronwrap import outbox, policy
-from cronwrap.errors import CronwrapError, LedgerError
+from cronwrap.deadline import CpuBudget
+from cronwrap.durations import format_duration
+from cronwrap.errors import LedgerError
 from cronwrap.jobenv import cron_zone, job_environment
 from cronwrap.lease import Heartbeat
-from cronwrap.durations import format_duration
 from cronwrap.ledger.base import Claim, Finish, Reason, Run, Status
-from cronwrap.paths import ensure_private_dir, file_name, open_private
-from cronwrap.deadline import CpuBudget
 from cronwrap.redact import Redactor, secret_values
 from cronwrap.record import TYPE_CHECKING, Record
-from cronwrap.runlog import Event, OutputCapture, output_path, prune_event_logs, prune_outputs
+from cronwrap.runlog import Event, RunFiles
 from cronwrap.stdio import Passthrough, warn
 
 if TYPE_CHECKING:
     from cronwrap import locks
-    from cronwrap.ledger import base
     from cronwrap.invocation import Invocation
+    from cronwrap.keeper import JobProcess, Outcome
+    from cronwrap.ledger import base
     from cronwrap.spec import JobSpec
 
 FINISH_RETRIES = 3
@@ -51,12 +49,14 @@ def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
 
     spec, run = inv.spec, claim.run
     assert run is not None and run.fence is not None
-    log_id = run.run_id if ledger is not None else f"unrecorded-{int(inv.now)}"
-    log_file = output_path(inv.log_dir, spec.name, log_id, run.attempt)
     zone = inv.timing.schedule.zone if inv.timing.schedule else cron_zone(inv.environ)
     env = job_environment(inv.environ, spec.env_extra, run, spec.host, zone)
     inv.redactor = Redactor(secret_values(env), spec.redact or (), guard=CpuBudget())
-    capture = open_capture(inv, log_file)
+    log_id = run.run_id if ledger is not None else f"unrecorded-{int(inv.now)}"
+    files = RunFiles(inv.log_dir, spec.name, log_id, run.attempt, inv.redactor)
+    capture = files.capture
+    if capture.error:
+        inv.events.report(capture.error)
     inv.event(Event.START, run=run, fence=run.fence, took_over=claim.took_over,
               recorded=ledger is not None)
     if inv.pinger is not None:
@@ -82,13 +82,13 @@ def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
     if capture.error:  # e.g. the disk filled up while the job ran: the capture is cut short
         inv.events.report(capture.error)
     status = outcome.exit_status(spec.preserve_status)
-    result = finish_of(spec, outcome, status, capture, log_file,
-                       heartbeat is not None and heartbeat.lost)
+    result = finish_of(spec, outcome, status, files, heartbeat is not None and heartbeat.lost)
     if ledger is not None:
         record_finish(inv, ledger, run, result)
     stopped = outcome.timed_out or outcome.stop_reason is not None or bool(outcome.forwarded)
     if spec.output == "on-failure" and result.status != Status.SUCCEEDED:
-        passthrough = replay_output(log_file, stopped)
+        passthrough = Passthrough()
+        passthrough.pour(1, files.replay(), stopped)
     dropped = passthrough.flush(stopped) if passthrough is not None else 0
     inv.event(Event.TIMEOUT if outcome.timed_out else Event.FINISH, run=run,
               status=result.status, exit_code=status, duration_ms=result.duration_ms,
@@ -103,24 +103,11 @@ def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
                           "warning (too_fast)")
     if outcome.spawn_error:
         warn(f"{spec.name}: {outcome.spawn_error}")
-    tidy_logs(inv)
+    files.tidy(spec.keep_logs, time.time())
     return Attempt(status, result, run, env)
 
 
-def open_capture(inv: Invocation, log_file: Path) -> OutputCapture:
-    """The run's output file; when it cannot be made, a capture that keeps only a tail."""
-    try:
-        ensure_private_dir(inv.log_dir)  # the log directory itself: not a symlink, not another's
-        capture = OutputCapture(log_file, inv.redactor)
-    except CronwrapError as exc:
-        capture = OutputCapture(None, inv.redactor)
-        capture.error = f"cannot capture output: {exc}"
-    if capture.error:
-        inv.events.report(capture.error)
-    return capture
-
-
-def on_spawn(inv: Invocation, lock: locks.Lock | None, job) -> None:
+def on_spawn(inv: Invocation, lock: locks.Lock | None, job: JobProcess) -> None:
     if lock is not None:
         lock.set_job(job.pid, job.start_time)
     inv.failpoint("after_spawn")
@@ -149,22 +136,22 @@ def wrapper_usage() -> dict[str, int]:
             "wrapper_maxrss_kb": peak}
 
 
-def finish_of(spec: JobSpec, outcome, exit_status: int, capture: OutputCapture,
-              log_file: Path, lease_lost: bool) -> Finish:
+def finish_of(spec: JobSpec, outcome: Outcome, exit_status: int, files: RunFiles,
+              lease_lost: bool) -> Finish:
     """The run's record. Its exit_code is the status cronwrap returned for it (124, or 137
     when KILL was needed, for a timeout; 128+N for a signal; the job's own otherwise): what
     cron saw is what the ledger says. The ending signal and timed_out are kept beside it;
     --success-exit/--warning-exit change only the status recorded."""
     status, reason = policy.ended_as(outcome, lease_lost, spec.success_exit,
                                      spec.warning_exit or frozenset(), spec.min_duration)
-    tail = capture.error_tail()
+    tail = files.capture.error_tail()
     if outcome.spawn_error:  # it names the command, which may hold undecodable bytes
         error = outcome.spawn_error.encode("utf-8", "backslashreplace").decode()
         tail = (tail or "") + f"cronwrap: {error}\n"
     return Finish(
         status=status, duration_ms=int(outcome.duration * 1000), exit_code=exit_status,
         signal=outcome.signal, timed_out=outcome.timed_out, error_tail=tail,
-        log_path=str(log_file) if capture.written or capture.total else None, skip_reason=reason,
+        log_path=files.log_path, skip_reason=reason,
     )
 
 
@@ -195,25 +182,3 @@ def record_finish(inv: Invocation, ledger: base.Ledger, run: Run, result: Finish
     inv.event(Event.SPOOLED, run=run, status=result.status, outbox=str(path), error=error)
     warn(f"could not record the end of run {run.run_id} ({error}); kept in the outbox for the "
          "next run on this host")
-
-
-def replay_output(log_file: Path, stopped: bool) -> Passthrough:
-    """``--output on-failure``: the captured output, to stdout, never blocking on its reader."""
-    passthrough = Passthrough()
-    try:
-        fd = open_private(log_file, os.O_RDONLY)
-    except Exception:  # nothing was captured
-        return passthrough
-    try:
-        passthrough.pour(1, iter(lambda: os.read(fd, 1 << 20), b""), stopped)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-    return passthrough
-
-
-def tidy_logs(inv: Invocation) -> None:
-    now = time.time()
-    prune_outputs(inv.log_dir / file_name(inv.spec.name), inv.spec.keep_logs, now)
-    prune_event_logs(inv.log_dir, inv.spec.keep_logs, now)

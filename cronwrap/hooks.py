@@ -37,7 +37,10 @@ class HookResult(Record):
     be started); timed_out: it overstayed its timeout and was ended; duration: seconds;
     output_tail: the last TAIL_BYTES of its stdout+stderr, as text."""
 
-    __slots__ = ("exit_code", "timed_out", "duration", "output_tail")
+    exit_code: int
+    timed_out: bool
+    duration: float
+    output_tail: str
 
     @property
     def ok(self) -> bool:

@@ -16,12 +16,27 @@ from cronwrap.stdio import warn
 
 if TYPE_CHECKING:
     from random import Random
-    from typing import Any, Callable
+    from typing import Any, Callable, Protocol
 
-    from cronwrap.hooks import HookResult
+    from cronwrap.hooks import HookResult, Pinger
+    from cronwrap.keeper import JobProcess, Outcome, SuperviseSpec
     from cronwrap.ledger.base import Ledger
     from cronwrap.locks import Lock
+    from cronwrap.redact import Redactor
     from cronwrap.spec import JobSpec
+    from cronwrap.stdio import Passthrough
+
+    class Supervising(Protocol):
+        """One supervised run (supervise.Supervisor; testing.ScriptedSupervisor)."""
+
+        def run(self) -> Outcome: ...
+
+        def request_stop(self, reason: str) -> None: ...
+
+    class SupervisorFactory(Protocol):
+        def __call__(self, spec: SuperviseSpec, on_output: Callable[[int, bytes], None],
+                     on_spawn: Callable[[JobProcess], None] | None,
+                     passthrough: Passthrough | None) -> Supervising: ...
 
 
 class LocalLock(Record):
@@ -36,8 +51,9 @@ class LocalLock(Record):
 class World(Record):
     """What a run needs from outside itself. ``open_ledger(inv)`` -> a Ledger (or raises
     LedgerError); ``take_lock(inv)`` -> LocalLock;
-    ``supervisor(spec, on_output, on_spawn, passthrough)`` -> an object with ``run()`` ->
-    Outcome and ``request_stop(reason)``; ``run_hook(command, env, timeout)`` -> HookResult."""
+    ``supervisor(spec, on_output, on_spawn, passthrough)`` -> a ``Supervising`` (``run()`` ->
+    Outcome, ``request_stop(reason)``); ``run_hook(command, env, timeout)`` -> HookResult.
+    cronwrap.testing.MemoryWorld makes one in memory."""
 
     clock: Callable[[], float]
     monotonic: Callable[[], float]
@@ -45,7 +61,7 @@ class World(Record):
     rng: Random
     open_ledger: Callable[[Invocation], Ledger]
     take_lock: Callable[[Invocation], LocalLock]
-    supervisor: Callable[..., Any]
+    supervisor: SupervisorFactory
     run_hook: Callable[[str, dict[str, str], float], HookResult]
 
 
@@ -66,12 +82,12 @@ class Invocation:
         self.runner = procs.Runner(spec.host)
         self.interactive = os.isatty(2)
         self.replaced = False
-        self.pinger = None
-        self.redactor = None  # the job's secrets (redact.Redactor), once its environment is known
+        self.pinger: Pinger | None = None
+        self.redactor: Redactor | None = None  # the job's secrets, once its environment is known
         if spec.ping:
-            from cronwrap.hooks import Pinger
+            from cronwrap import hooks  # subprocess and threads: only for a job that pings
 
-            self.pinger = Pinger(spec.ping)
+            self.pinger = hooks.Pinger(spec.ping)
         self.settings = job_settings(spec)
 
     def event(self, event: Event, run: Run | None = None, slot: SlotRun | None = None,

@@ -38,7 +38,12 @@ class Holder(Record):
     """Who holds a lock: the wrapper and its job, each by PID and start time, and where those
     PIDs mean something (boot ID, PID namespace; "" / 0 when unknown)."""
 
-    __slots__ = ("pid", "start", "job_pid", "job_start", "boot_id", "pid_ns")
+    pid: int
+    start: int
+    job_pid: int
+    job_start: int
+    boot_id: str
+    pid_ns: int
     _defaults = dict(boot_id="", pid_ns=0)
 
     def alive(self, here: procs.Runner | None = None) -> bool:
@@ -283,8 +288,14 @@ class LockState(Record):
     ``wrapper_alive``, ``job_alive``: each process, None when it cannot be checked here
     (another PID namespace)."""
 
-    __slots__ = ("path", "exists", "problem", "held", "holder", "live", "wrapper_alive",
-                 "job_alive")
+    path: Path
+    exists: bool
+    problem: str | None
+    held: bool
+    holder: Holder | None
+    live: bool
+    wrapper_alive: bool | None
+    job_alive: bool | None
     _defaults = dict(exists=True, problem=None, held=False, holder=None, live=False,
                      wrapper_alive=None, job_alive=None)
 

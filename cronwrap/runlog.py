@@ -19,11 +19,13 @@ import time
 from enum import StrEnum
 from pathlib import Path
 
-from cronwrap.paths import ensure_private_dir, open_private
+from cronwrap.errors import CronwrapError
+from cronwrap.paths import ensure_private_dir, file_name, open_private
 from cronwrap.record import TYPE_CHECKING
 from cronwrap.stdio import warn
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
     from cronwrap.redact import Redactor, Stream
@@ -170,9 +172,50 @@ def _read_jsonl(file: Path) -> list[dict]:
 
 
 def output_path(log_dir: Path, job: str, run_id: int | str, attempt: int) -> Path:
-    from cronwrap.paths import file_name
-
     return log_dir / file_name(job) / f"{run_id}.{attempt}.log"
+
+
+class RunFiles:
+    """The files of one attempt, opened once: its captured output (``capture``, written while
+    the job runs; ``replay`` gives it back for ``--output on-failure``) and, at the end, the
+    tidy-up of its job's older ones and of the rotated run logs (``tidy``). A capture file
+    that cannot be made leaves a capture that keeps only a tail, and says why in ``error``."""
+
+    def __init__(self, log_dir: Path, job: str, run_id: int | str, attempt: int,
+                 redactor: Redactor | None) -> None:
+        self.log_dir = log_dir
+        self.path = output_path(log_dir, job, run_id, attempt)
+        try:
+            ensure_private_dir(log_dir)  # the log directory itself: not a symlink, not another's
+            self.capture = OutputCapture(self.path, redactor)
+        except CronwrapError as exc:
+            self.capture = OutputCapture(None, redactor)
+            self.capture.error = f"cannot capture output: {exc}"
+
+    @property
+    def log_path(self) -> str | None:
+        """The capture file, for the ledger: None when nothing was captured."""
+        capture = self.capture
+        return str(self.path) if capture.written or capture.total else None
+
+    def replay(self) -> Iterator[bytes]:
+        """The captured output, a MiB at a time (nothing when there is none)."""
+        try:
+            fd = open_private(self.path, os.O_RDONLY)
+        except CronwrapError:  # nothing was captured, or the file is not ours any more
+            return
+        try:
+            while chunk := os.read(fd, 1 << 20):
+                yield chunk
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def tidy(self, keep_seconds: float, now: float) -> None:
+        """Output files of this job and rotated run logs older than ``keep_seconds``."""
+        prune_outputs(self.path.parent, keep_seconds, now)
+        prune_event_logs(self.log_dir, keep_seconds, now)
 
 
 class OutputCapture:

@@ -33,21 +33,27 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any, Callable
 
+    from cronwrap.hooks import HookResult
+    from cronwrap.invocation import Supervising
+    from cronwrap.keeper import JobProcess, SuperviseSpec
     from cronwrap.ledger.base import Mark
+    from cronwrap.stdio import Passthrough
 
 WAIT_POLL = 1.0
 
 
 def real_world() -> World:
-    def supervisor(*args: Any) -> Any:
-        from cronwrap.supervise import Supervisor
+    def supervisor(spec: SuperviseSpec, on_output: Callable[[int, bytes], None],
+                   on_spawn: Callable[[JobProcess], None] | None,
+                   passthrough: Passthrough | None) -> Supervising:
+        from cronwrap.supervise import Supervisor  # not on a firing that runs nothing
 
-        return Supervisor(*args)
+        return Supervisor(spec, on_output, on_spawn, passthrough)
 
-    def run_hook(*args: Any) -> Any:
-        from cronwrap.hooks import run_hook as run
+    def run_hook(command: str, env: dict[str, str], timeout: float) -> HookResult:
+        from cronwrap.hooks import run_hook as run  # only when a hook is due
 
-        return run(*args)
+        return run(command, env, timeout)
 
     return World(time.time, time.monotonic, time.sleep, random.Random(), connect, take_lock,
                  supervisor, run_hook)
