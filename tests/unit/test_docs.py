@@ -1,6 +1,7 @@
 """The documentation cannot drift from the code.
 
-The man pages are generated from the option table and the typer app (tools/docs);
+The man pages are generated from the option tables, spec.OPTIONS and commands.COMMANDS
+(tools/docs);
 these tests fail when a committed page or README's generated block is stale, when an option,
 command, variable or lint code is missing from README, a man page or ``--help``, when an
 option has no help, when groff has anything to say about a page, when a configuration example
@@ -24,7 +25,7 @@ import pytest
 from cronwrap import config, errors, hooks, jobenv, spec
 from cronwrap.ledger.base import Run
 from tools.docs.facts import (
-    ETC_CONFIG, HOME_DIRS, README_BEGIN, README_END, ROOT_DIRS, USER_CONFIG, admin_commands,
+    ETC_CONFIG, HOME_DIRS, README_BEGIN, README_END, ROOT_DIRS, USER_CONFIG, all_commands,
     choices, has_option, is_argument, option_names)
 from tools.docs.generate import render_man, render_toml_man, update_readme
 from tools.docs.prose_toml import TOML_EXAMPLE
@@ -48,7 +49,7 @@ QUESTIONS = (
     "Add it to my 40 existing crontab lines",
 )
 
-COMMANDS = admin_commands()
+COMMANDS = all_commands()
 COMMAND_NAMES = [name for name, _ in COMMANDS]
 ADMIN_OPTIONS = [(name, opt) for name, command in COMMANDS for p in command.params
                  if not is_argument(p) for opt in option_names(p)]
@@ -137,7 +138,7 @@ def test_admin_option_is_documented(name: str, option: str, man_source: str) -> 
     assert mentions(cronwrap_help(*name.split()), option), f"{option} not in cronwrap {name} --help"
 
 
-def test_commands_in_the_man_page_follow_the_app(man_source: str) -> None:
+def test_commands_in_the_man_page_follow_the_table(man_source: str) -> None:
     commands = man_source.split(".SH COMMANDS", 1)[1].split(".SH", 1)[0]
     sections = re.findall(r'^\.SS "([^"]+)"$', commands, re.M)
     assert sections == COMMAND_NAMES
@@ -176,9 +177,10 @@ def test_run_option_has_help(opt: spec.Option) -> None:
 @pytest.mark.parametrize("name", COMMAND_NAMES)
 def test_command_and_its_parameters_have_help(name: str) -> None:
     command = dict(COMMANDS)[name]
-    assert (command.help or "").strip(), f"cronwrap {name} has no help"
+    assert command.help.strip(), f"cronwrap {name} has no help"
     for param in command.params:
-        assert (param.help or "").strip(), f"cronwrap {name}: {param.name} has no help"
+        assert param.help.strip(), f"cronwrap {name}: {param.dest} has no help"
+        assert param.is_flag or param.metavar, f"cronwrap {name}: {param.dest} has no metavar"
 
 
 # (d) groff renders it without a warning ---------------------------------------------------
