@@ -21,6 +21,7 @@ from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any
 
 TEXT, FLAG = "text", "flag"
 REQUIRED = ...  # the default of a parameter that must be given (typer's own spelling)
@@ -212,7 +213,7 @@ COMMANDS: tuple[Command, ...] = (
 BY_NAME = {command.name: command for command in COMMANDS}
 
 
-def default(command: str, dest: str) -> object:
+def default(command: str, dest: str) -> Any:
     """A parameter's default, for code that must agree with it (serve's windows)."""
     return BY_NAME[command].param(dest).default
 

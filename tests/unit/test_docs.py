@@ -333,3 +333,66 @@ def test_check_exit_statuses_are_documented(man_source: str) -> None:
 def test_readme_states_the_config_files_of_the_code() -> None:
     for path in (USER_CONFIG, ETC_CONFIG, "$CRONWRAP_CONFIG"):
         assert path in README, f"{path} (config.py) is not in README.md"
+
+
+# (i) every registry is read by the docs ---------------------------------------------------
+
+# A registry is a module-level table of facts the docs are made from, named for what it holds:
+# ``*_MEANINGS``, ``*_VARIABLES``, ``*_CODES``, ``*_FIELDS``, ``OPTIONS``, ``COMMANDS``. Each is
+# swapped for a copy that notes being read, then the pages are rendered: a registry nothing
+# read is a fact the pages restate in prose, or do not state at all.
+REGISTRY_PROBE = r"""
+import importlib, pkgutil, re, sys
+import cronwrap
+
+NAME = re.compile(r"^(?:[A-Z][A-Z0-9_]*_(?:MEANINGS|VARIABLES|CODES|FIELDS)|OPTIONS|COMMANDS)$")
+for info in pkgutil.walk_packages(cronwrap.__path__, "cronwrap."):
+    if not info.name.endswith(".__main__"):
+        importlib.import_module(info.name)
+modules = [m for n, m in list(sys.modules.items()) if n.split(".")[0] == "cronwrap"]
+
+
+def watched(value):
+    base = type(value)
+
+    def noting(method):
+        def read(self, *args):
+            self.was_read = True
+            return getattr(base, method)(self, *args)
+        return read
+
+    methods = ["__iter__", "__getitem__", "__len__", "__contains__"]
+    methods += ["items", "keys", "values", "get"] if isinstance(value, dict) else []
+    copy = type("Watched", (base,), {m: noting(m) for m in methods})(value)
+    copy.was_read = False
+    return copy
+
+
+registries = {}
+for module in modules:
+    for name, value in list(vars(module).items()):
+        if NAME.match(name) and isinstance(value, (dict, tuple, list)):
+            found = registries.setdefault(id(value), (f"{module.__name__}.{name}", value, []))
+            found[2].append((module, name))
+copies = {}
+for key, (label, value, holders) in registries.items():
+    copies[label] = watched(value)
+    for module, name in holders:
+        setattr(module, name, copies[label])
+
+from tools.docs.generate import render_man, render_readme_reference, render_toml_man
+
+render_man(), render_toml_man(), render_readme_reference()
+print(sorted(copies))
+print(sorted(label for label, copy in copies.items() if not copy.was_read))
+"""
+
+
+def test_every_registry_is_read_by_the_docs() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRONWRAP_")}
+    proc = subprocess.run([sys.executable, "-c", REGISTRY_PROBE], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    found, unread = proc.stdout.splitlines()[-2:]
+    assert "cronwrap.ledger.base.STATUS_MEANINGS" in found and "cronwrap.spec.OPTIONS" in found
+    assert unread == "[]", f"registries the docs do not read: {unread}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import re
 import signal
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Iterable
 from cronwrap import commands, config, hooks, picture, report, runlog, schedule, spec, supervise
@@ -102,6 +103,15 @@ def duration_text(seconds: float) -> str:
     return f"{seconds:g}s" if seconds else "0"
 
 
+def duration_words(span: timedelta) -> str:
+    """A duration in a sentence: 7 days, 10 seconds."""
+    seconds = span.total_seconds()
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds and seconds % size == 0:
+            return f"{seconds / size:g} {unit}{'' if seconds == size else 's'}"
+    return f"{seconds:g} second{'' if seconds == 1 else 's'}"
+
+
 def default_text(opt: spec.Option) -> str | None:
     if opt.is_flag or opt.default is None:
         return None
@@ -143,9 +153,13 @@ def placeholders(path: str) -> str:
     return "".join(f"*{p}*" if i % 2 else f"`{p}`" if p else "" for i, p in enumerate(parts))
 
 
-def run_log_events() -> list[str]:
-    """The run log's events: runlog's registry."""
-    return [event.value for event in runlog.Event]
+def every_one_said(words: Iterable[Any], meanings: dict[Any, str]) -> list[tuple[Any, str]]:
+    """``(word, meaning)`` for every member of a vocabulary (``Status``, ``Event``), from the
+    registry of its meanings, which must say what each one means."""
+    missing = [str(word) for word in words if word not in meanings]
+    if missing:
+        raise KeyError(f"no meaning for {', '.join(missing)}: add it to the registry")
+    return list(meanings.items())
 
 
 def signal_names(numbers: Iterable[int]) -> str:
@@ -188,9 +202,6 @@ ORPHAN_GRACE = duration_text(supervise.SuperviseSpec(argv=["job"], env={}).orpha
 SKIP_EXIT = spec.BY_LONG["skip-exit-code"].default
 
 
-LEASE = default_text(spec.BY_LONG["lease"])
-
-
 USER_CONFIG = str(config._user_config({"HOME": "/HOME"})).replace("/HOME", "~", 1)
 
 
@@ -211,9 +222,6 @@ LATE_GRACE = duration_text(report.LATE_GRACE.total_seconds())
 
 
 ALIASES = " ".join(f"`{a}`" for a in schedule.ALIASES)
-
-
-TAIL = size_text(hooks.TAIL_BYTES)
 
 
 HOOK_KILL = duration_text(hooks.KILL_GRACE)

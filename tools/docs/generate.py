@@ -19,7 +19,7 @@ from tools.docs.prose_run import (
     SLOTS)
 from tools.docs.prose_files import (
     CHECK_STATUS, ENVIRONMENT_READ, EXAMPLES, EXIT_STATUS, FILES_ENTRIES, FILES_LAYOUT, LEDGER,
-    LOCKING)
+    LOCKING, RUN_LOG_EVENTS, STATUSES)
 from tools.docs.prose_toml import (
     NOT_KEYS, TOML_DESCRIPTION, TOML_EXAMPLE, TOML_EXAMPLE_USE, TOML_FILES, TOML_FORMAT,
     TOML_VALIDATION, config_key, value_syntax)
@@ -102,7 +102,9 @@ def render_man() -> str:
     out += man_environment() + [section("EXIT STATUS"), *blocks(EXIT_STATUS)]
     if has_option("status", "--check"):
         out += blocks(CHECK_STATUS)
-    out += [section("FILES"), *blocks(FILES_LAYOUT), *blocks(FILES_ENTRIES)]
+    out += [section("FILES"), *blocks(FILES_LAYOUT), *blocks(FILES_ENTRIES),
+            '.SS "Events of the run log"',
+            *blocks((f"`{event}`", meaning) for event, meaning in RUN_LOG_EVENTS)]
     out += [section("EXAMPLES"), *blocks(EXAMPLES), section("SEE ALSO"), *see_also(SEE_ALSO)]
     return "\n".join(out) + "\n"
 
@@ -187,10 +189,16 @@ def render_readme_options() -> str:
     return "\n".join(out)
 
 
+def render_readme_meanings(items: list[tuple[str, str]]) -> str:
+    return "\n".join(f"- `{word}`: {md(meaning)}" for word, meaning in items)
+
+
 def render_readme_reference() -> str:
     return "\n".join([
         README_BEGIN, "", "### Commands", "", render_readme_commands(), "",
-        "### Options of `cronwrap run`", "", render_readme_options(), "", README_END,
+        "### Options of `cronwrap run`", "", render_readme_options(), "",
+        "### Statuses", "", render_readme_meanings(STATUSES), "",
+        "### Events of the run log", "", render_readme_meanings(RUN_LOG_EVENTS), "", README_END,
     ])
 
 
