@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, Callable, List, Optional
 
 import typer
 
@@ -69,7 +69,7 @@ def _typer(help: str) -> typer.Typer:
                        pretty_exceptions_show_locals=False, rich_markup_mode=None, help=help)
 
 
-def _function(command: Command):
+def _function(command: Command) -> Callable[..., int]:
     """A function whose signature typer reads as the command's parameters, and which calls
     the command's own function with them (and the words typer left, as ``command.rest``)."""
     def call(**values: object) -> int:
@@ -87,13 +87,14 @@ def _function(command: Command):
     return call
 
 
-def _typer_param(param: Param):
+def _typer_param(param: Param) -> Any:
     default = param.default  # REQUIRED is typer's ``...``
-    limits = dict(zip(("min", "max"), param.kind)) if isinstance(param.kind, tuple) else {}
+    low, high = param.kind if isinstance(param.kind, tuple) else (None, None)
     if param.is_argument:
-        return typer.Argument(default, help=param.help, metavar=param.metavar, **limits)
+        return typer.Argument(default, help=param.help, metavar=param.metavar, min=low, max=high)
     names = [f"{param.names[0]}/{param.off}", *param.names[1:]] if param.off else param.names
-    return typer.Option(default, *names, help=param.help, metavar=param.metavar, **limits)
+    return typer.Option(default, *names, help=param.help, metavar=param.metavar, min=low,
+                        max=high)
 
 
 def _annotation(param: Param) -> object:

@@ -42,8 +42,8 @@ class Param(Record):
     help: str
     names: tuple[str, ...]
     metavar: str | None
-    kind: object
-    default: object
+    kind: str | tuple[int, int | None]
+    default: Any
     many: bool
     off: str | None
     _defaults = dict(names=(), metavar=None, kind=TEXT, default=None, many=False, off=None)
@@ -84,11 +84,11 @@ class Command(Record):
         return next(p for p in self.params if p.dest == dest)
 
 
-def argument(dest: str, metavar: str, help: str, **more: object) -> Param:
+def argument(dest: str, metavar: str, help: str, **more: Any) -> Param:
     return Param(dest, help, (), metavar, **more)
 
 
-def option(names: str, dest: str, metavar: str | None, help: str, **more: object) -> Param:
+def option(names: str, dest: str, metavar: str | None, help: str, **more: Any) -> Param:
     """``names``: the spellings, blank-separated (``"--follow -f"``); metavar None: a flag."""
     more.setdefault("kind", TEXT if metavar else FLAG)
     if more["kind"] == FLAG:
@@ -278,10 +278,10 @@ def _positionals(command: Command, given: list[str],
     return None if given else values
 
 
-def _value(text: str, kind: object) -> object | None:
-    if kind == TEXT:
+def _value(text: str, kind: str | tuple[int, int | None]) -> object | None:
+    if isinstance(kind, str):  # TEXT: a flag takes no value
         return text
-    low, high = kind  # type: ignore[misc]
+    low, high = kind
     try:
         number = int(text)
     except ValueError:
