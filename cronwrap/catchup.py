@@ -53,16 +53,6 @@ MAX_MARKS = 1000
 COUNT_LIMIT = 10_000
 
 
-class SlotState(Frozen):
-    """What the ledger knows about a slot (status as stored: succeeded, failed, timeout,
-    killed, running, skipped, missed)."""
-
-    __slots__ = ("slot", "run_key", "status")
-    slot: datetime
-    run_key: str
-    status: str
-
-
 class Plan(Frozen):
     """Runs in the order to make them (catch-ups oldest first, then the firing's own slot),
     slots to record, and warnings for the run log. ``skew_seconds`` is the firing's distance

@@ -1,11 +1,12 @@
-"""The command line: a lean parser for the hot ``run`` path, typer for everything else.
+"""The command line: lean parsers for ``run`` and the read commands, typer for the rest.
 
 ``run`` fires on every host every minute, so it must not pay for typer's parameter machinery
 (~130 ms measured, ARCHITECTURE.md): ``main()`` hands ``run`` to runargs.py, which parses it
 from the option table in spec.py. The read commands an operator runs most (``status``,
-``history``, ``logs``, ``explain``) go through readargs.py the same way; the administrative
-commands use typer (admin.py). This is the one place where an exception becomes an exit
-status.
+``history``, ``logs``, ``explain``) are run from their declaration in commands.py the same
+way; the administrative commands, and whatever the lean parser does not understand, go to
+the typer app built from that declaration (admin.py). This is the one place where an
+exception becomes an exit status.
 """
 
 from __future__ import annotations
@@ -17,10 +18,6 @@ from cronwrap import __version__
 from cronwrap.errors import EXIT_CRONWRAP, CronwrapError
 from cronwrap.runargs import run_command
 from cronwrap.stdio import fit_locale, warn
-
-# An operator's read commands, parsed without typer as ``run`` is (readargs.py); what that
-# parser does not understand (--help, a mistake) still goes to typer.
-READ_COMMANDS = (["status"], ["history"], ["logs"], ["explain"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,12 +31,11 @@ def main(argv: list[str] | None = None) -> int:
         if args[:1] == ["--version"]:
             print(f"cronwrap {__version__}")
             return 0
-        if args[:1] in READ_COMMANDS:
-            from cronwrap.readargs import read_command
+        from cronwrap.commands import lean_command  # off the run path (ARCHITECTURE.md §9)
 
-            done = read_command(args)
-            if done is not None:
-                return done
+        done = lean_command(args)
+        if done is not None:
+            return done
         from cronwrap.admin import app
 
         return app(args)

@@ -6,7 +6,6 @@ Exit statuses follow coreutils ``timeout`` (124-127) and the Nagios plugin conve
 
 from __future__ import annotations
 
-EXIT_OK = 0
 EXIT_TIMEOUT = 124
 EXIT_CRONWRAP = 125
 EXIT_NOT_EXECUTABLE = 126

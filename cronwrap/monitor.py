@@ -2,7 +2,7 @@
 node_exporter textfile, and the history picture of ``status NAME``.
 
 Data first, rendering second: every function takes the reports (or runs) and ``now`` and
-returns text or plain data; only ``Picture.to_rich`` imports rich. The check's line shows job
+returns text or plain data. The check's line shows job
 names and reasons with control characters escaped (textsafe); Prometheus label values stay
 exact, escaped only as the exposition format says, like ``--json``.
 """

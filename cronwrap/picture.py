@@ -1,5 +1,6 @@
 """The history picture of ``status NAME`` and ``history``: one mark per slot, a sparkline of
-durations under them, a legend. Plain lines and style spans; only ``to_rich`` imports rich."""
+durations under them, a legend: plain lines and style spans, which report.py draws for a
+terminal (table.py) and pages.py as CSS classes."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ BARS = "▁▂▃▄▅▆▇█"
 
 class Picture(Record):
     """Plain lines plus style spans ``(line, start, end, style)`` (rich style names), so a
-    caller can print ``plain()`` or render ``to_rich()``. Line 0: one mark per slot, oldest
+    caller can print ``plain()`` or draw the styles. Line 0: one mark per slot, oldest
     first; line 1: a duration sparkline under the marks; line 2: the legend."""
 
     lines: list[str]
@@ -30,18 +31,6 @@ class Picture(Record):
 
     def plain(self) -> str:
         return "\n".join(self.lines)
-
-    def to_rich(self):
-        """A ``rich.text.Text`` of the picture (rich is imported here only)."""
-        from rich.text import Text
-
-        text = Text("\n".join(self.lines))
-        offsets = [0]
-        for line in self.lines:
-            offsets.append(offsets[-1] + len(line) + 1)
-        for line, start, end, style in self.spans:
-            text.stylize(style, offsets[line] + start, offsets[line] + end)
-        return text
 
 
 def history_picture(runs: list[Run], width: int = 60, now: datetime | None = None) -> Picture:

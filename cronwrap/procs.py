@@ -313,10 +313,6 @@ class Runner:
         return bool(self.boot_id) and boot == self.boot_id and bool(self.pid_ns) \
             and pid_ns == self.pid_ns
 
-    def can_check(self, host: str | None, boot: str | None, pid_ns: int | None) -> bool:
-        """A process recorded by runner (host, boot, pid_ns) is one of this runner's."""
-        return host == self.host and self.same_namespace(boot, pid_ns)
-
 
 # ---- signals -------------------------------------------------------------------------------
 

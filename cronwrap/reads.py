@@ -3,10 +3,10 @@ administrative command reads first: which ledger, the config file, the log direc
 
 No typer here: an operator's ``status`` is half of what cronwrap is used for, and typer's
 parameter machinery alone cost more than the whole command may (bench/results.md, issue 15).
-cli.py hands these commands to readargs.py, which parses them and calls the functions below;
-the typer commands of admin.py (their help, the man page) call the same functions. What
-``status --json`` computes is ``report.job_reports`` and ``report.report_json``: one
-function per fact, for ``serve`` too.
+Their command line is declared in commands.py, which runs the functions below with one
+keyword per parameter, its defaults included (through typer too, for what the lean parser
+leaves to it). What ``status --json`` computes is ``report.job_reports`` and
+``report.report_json``: one function per fact, for ``serve`` too.
 """
 
 from __future__ import annotations
@@ -87,10 +87,9 @@ def log_dirs(name: str) -> list[Path]:
 
 # -- status ------------------------------------------------------------------------------------
 
-def status(names: list[str] | None, since: str = "7d", as_json: bool = False,
-           output_format: str = "table", textfile: str | None = None, check: bool = False,
-           max_age: str | None = None, warn_duration: str | None = None,
-           db: str | None = None) -> int:
+def status(names: list[str] | None, since: str, as_json: bool, output_format: str,
+           textfile: str | None, check: bool, max_age: str | None, warn_duration: str | None,
+           db: str | None) -> int:
     try:
         return _status(names, since, as_json, output_format, textfile, check, max_age,
                        warn_duration, db)
@@ -156,7 +155,7 @@ def _json(value: object) -> str:
 
 # -- history, logs, explain --------------------------------------------------------------------
 
-def history(name: str, limit: int = 20, as_json: bool = False, db: str | None = None) -> int:
+def history(name: str, limit: int, as_json: bool, db: str | None) -> int:
     from cronwrap import report
 
     name = job_name(name)
@@ -173,8 +172,9 @@ def history(name: str, limit: int = 20, as_json: bool = False, db: str | None = 
     return 0
 
 
-def logs(name: str, run_id: int | None = None, follow: bool = False, raw: bool = False,
-         db: str | None = None) -> int:
+def logs(name: str, run_id: int | None, last: bool, follow: bool, raw: bool,
+         db: str | None) -> int:
+    """``last`` (--last) is what no RUN_ID means anyway."""
     from cronwrap import logview
 
     name = job_name(name)
@@ -187,8 +187,8 @@ def logs(name: str, run_id: int | None = None, follow: bool = False, raw: bool =
         opened.close()
 
 
-def explain(expression: str, tz: str | None = None, count: int = 5, start: str | None = None,
-            as_json: bool = False) -> int:
+def explain(expression: str, tz: str | None, count: int, start: str | None,
+            as_json: bool) -> int:
     from cronwrap import report, schedule as sched
 
     host = sched.system_zone_name()

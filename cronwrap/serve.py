@@ -36,6 +36,8 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote, unquote_plus
 
 from cronwrap import pages
+from cronwrap.commands import default
+from cronwrap.durations import parse_duration
 from cronwrap.errors import CronwrapError, PathError, UsageError
 from cronwrap.ledger import base
 from cronwrap.record import TYPE_CHECKING, Record
@@ -43,12 +45,13 @@ from cronwrap.record import TYPE_CHECKING, Record
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
-DEFAULT_LISTEN = "127.0.0.1:8080"
-SINCE = timedelta(days=7)  # the window of status's counts and missed slots (its --since default)
+# The window of counts and missed slots: status's, its --since default.
+SINCE = timedelta(seconds=parse_duration(default("status", "since"), "--since"))
 LEDGER_DEADLINE = 10.0  # seconds a request waits for the ledger before saying it did not answer
 # /api/jobs/NAME/history?limit=N: runs a request (history --limit's default; a request over the
 # cap is refused, not cut short, so a script never takes a part for the whole).
-HISTORY_LIMIT, HISTORY_MAX = 20, 1000
+HISTORY_LIMIT: int = default("history", "limit")
+HISTORY_MAX = 1000
 PAGE_SIZE = 50
 CHART_RUNS = 200
 JSON_BATCH = 100  # items encoded a chunk at a time in a streamed JSON answer

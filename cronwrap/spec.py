@@ -19,6 +19,7 @@ from cronwrap.errors import UsageError
 from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
+    from re import Pattern
     from typing import Any, Callable, Mapping
 
 # Checked by hand rather than with re: compiling patterns is import time on every firing.
@@ -149,7 +150,7 @@ def factor(text: str, label: str) -> float:
 REPEAT_SEPARATOR = "\n"
 
 
-def redact_patterns(text: str, label: str) -> tuple[Any, ...]:
+def redact_patterns(text: str, label: str) -> tuple[Pattern[bytes], ...]:
     """One regular expression per line (``--redact``, repeatable), compiled: a pattern that
     does not compile is refused before anything runs."""
     from cronwrap.redact import compile_pattern
@@ -441,18 +442,67 @@ BY_SHORT = {o.short: o for o in OPTIONS if o.short}
 
 
 class JobSpec(Record):
-    """One invocation's settings: the command plus one field per option (defaults from the
-    table). env_extra holds the --env-file values and is never printed."""
+    """One invocation's settings: the command plus one field per option, in the table's order,
+    typed as its parser returns (``| None`` where the table has no default and build_spec
+    does not fill one in); defaults from the table. tests/unit/test_spec.py fails when a field
+    and the table disagree. env_extra holds the --env-file values and is never printed."""
 
-    __slots__ = ("command", *(o.attr for o in OPTIONS), "env_extra")
+    command: list[str]
+    name: str
+    host: str
+    overlap: str
+    wait_timeout: float
+    lock: str
+    lock_file: Path | None
+    skip_exit_code: int
+    timeout: float
+    kill_after: float
+    signal: int
+    preserve_status: bool
+    leave_orphans: bool
+    success_exit: frozenset[int]
+    warning_exit: frozenset[int] | None
+    min_duration: float
+    slow_factor: float | None
+    schedule: str | None
+    tz: str | None
+    key: str | None
+    date: str | None
+    at: str | None
+    force: bool
+    keep_going: bool
+    max_slots: int
+    dry_run: bool
+    catchup: str
+    catchup_window: float
+    max_catchup: int
+    db: str | None
+    lease: float
+    db_wait: float
+    on_db_error: str
+    output: str
+    log_dir: Path | None
+    keep_logs: float
+    redact: tuple[Pattern[bytes], ...] | None
+    env_file: Path | None
+    jitter: float
+    retries: int
+    retry_delay: float
+    retry_max_delay: float
+    retry_on: frozenset[int | str]
+    max_attempts: int | None
+    on_failure: str | None
+    on_success: str | None
+    on_warning: str | None
+    hook_timeout: float
+    alert_after: int
+    ping: str | None
+    env_extra: dict[str, str]
     _defaults = {o.attr: o.default for o in OPTIONS}
     _factories = dict(env_extra=dict)
 
     def __repr__(self) -> str:
         return super().__repr__().split(", env_extra=")[0] + ")"
-
-    if TYPE_CHECKING:  # one field per option of the table, typed by the option's parser
-        def __getattr__(self, name: str) -> Any: ...
 
 
 def _to_stderr(note: str) -> None:

@@ -34,19 +34,22 @@ class Status(StrEnum):
     ABANDONED = "abandoned"  # shown, never stored: a running row whose lease has expired
 
 
-STATUS_MEANINGS = {  # the registry the docs are made from
+STATUS_MEANINGS = {  # the registry the docs are made from (cronwrap(1) LEDGER, README)
     Status.RUNNING: "Claimed; the job is running and its wrapper renews the run's lease "
-                    "every lease/3.",
-    Status.SUCCEEDED: "The job exited with status 0 or another of `--success-exit`.",
-    Status.WARNING: "Done, but look at it: the job exited with one of `--warning-exit`, or, "
-                    "with reason `too_fast`, succeeded in less than `--min-duration`. The slot "
-                    "is done (no retry, no catch-up; `--date` runs it again only with "
-                    "`--force`); health is `warning`.",
+                    "(`--lease`) every lease/3.",
+    Status.SUCCEEDED: "The job exited with status 0, or with another status of "
+                      "`--success-exit`.",
+    Status.WARNING: "Done, but look at it: the job exited with a status of `--warning-exit`, "
+                    "or, with reason `too_fast`, succeeded in less than `--min-duration`. The "
+                    "slot is done, as a succeeded one is: no retry, no catch-up, and a manual "
+                    "run needs `--force`. Health is `warning`; `--on-warning` runs.",
     Status.FAILED: "The job exited with another status, or was not found or not executable.",
     Status.TIMEOUT: "The job reached `--timeout` and was ended; never `failed`, even when it "
                     "needed KILL.",
     Status.KILLED: "A signal ended the job (a forwarded TERM, `--overlap replace`), or, with "
-                   "reason `lease_lost`, cronwrap ended it because the lease was lost.",
+                   "reason `lease_lost`, cronwrap ended it because the lease was lost: another "
+                   "runner took the slot over, or the ledger stayed unreachable for longer than "
+                   "the lease. A runner that lost its lease may no longer act for that slot.",
     Status.SKIPPED: "Not run: reason `overlap` (another run of the job was live) or `too_late` "
                     "(a missed slot older than `--catchup-window`). The slot stays claimable.",
     Status.MISSED: "A slot of `--schedule` that never ran. Claimable.",

@@ -30,5 +30,6 @@ def open_ledger(url: str | None, dirs: Dirs, exiting: bool = False,
     elif read_only:
         file = dirs.ledger_file
     else:
-        file = ensure_private_dir(dirs.state) / "ledger.db"
+        ensure_private_dir(dirs.state)
+        file = dirs.ledger_file
     return SqliteLedger(file, checkpoint_on_close=not exiting, read_only=read_only)

@@ -1,6 +1,7 @@
 """The documentation cannot drift from the code.
 
-The man pages are generated from the option table and the typer app (tools/docs);
+The man pages are generated from the option tables, spec.OPTIONS and commands.COMMANDS
+(tools/docs);
 these tests fail when a committed page or README's generated block is stale, when an option,
 command, variable or lint code is missing from README, a man page or ``--help``, when an
 option has no help, when groff has anything to say about a page, when a configuration example
@@ -24,7 +25,7 @@ import pytest
 from cronwrap import config, errors, hooks, jobenv, spec
 from cronwrap.ledger.base import Run
 from tools.docs.facts import (
-    ETC_CONFIG, HOME_DIRS, README_BEGIN, README_END, ROOT_DIRS, USER_CONFIG, admin_commands,
+    ETC_CONFIG, HOME_DIRS, README_BEGIN, README_END, ROOT_DIRS, USER_CONFIG, all_commands,
     choices, has_option, is_argument, option_names)
 from tools.docs.generate import render_man, render_toml_man, update_readme
 from tools.docs.prose_toml import TOML_EXAMPLE
@@ -48,7 +49,7 @@ QUESTIONS = (
     "Add it to my 40 existing crontab lines",
 )
 
-COMMANDS = admin_commands()
+COMMANDS = all_commands()
 COMMAND_NAMES = [name for name, _ in COMMANDS]
 ADMIN_OPTIONS = [(name, opt) for name, command in COMMANDS for p in command.params
                  if not is_argument(p) for opt in option_names(p)]
@@ -137,7 +138,7 @@ def test_admin_option_is_documented(name: str, option: str, man_source: str) -> 
     assert mentions(cronwrap_help(*name.split()), option), f"{option} not in cronwrap {name} --help"
 
 
-def test_commands_in_the_man_page_follow_the_app(man_source: str) -> None:
+def test_commands_in_the_man_page_follow_the_table(man_source: str) -> None:
     commands = man_source.split(".SH COMMANDS", 1)[1].split(".SH", 1)[0]
     sections = re.findall(r'^\.SS "([^"]+)"$', commands, re.M)
     assert sections == COMMAND_NAMES
@@ -176,9 +177,10 @@ def test_run_option_has_help(opt: spec.Option) -> None:
 @pytest.mark.parametrize("name", COMMAND_NAMES)
 def test_command_and_its_parameters_have_help(name: str) -> None:
     command = dict(COMMANDS)[name]
-    assert (command.help or "").strip(), f"cronwrap {name} has no help"
+    assert command.help.strip(), f"cronwrap {name} has no help"
     for param in command.params:
-        assert (param.help or "").strip(), f"cronwrap {name}: {param.name} has no help"
+        assert param.help.strip(), f"cronwrap {name}: {param.dest} has no help"
+        assert param.is_flag or param.metavar, f"cronwrap {name}: {param.dest} has no metavar"
 
 
 # (d) groff renders it without a warning ---------------------------------------------------
@@ -331,3 +333,66 @@ def test_check_exit_statuses_are_documented(man_source: str) -> None:
 def test_readme_states_the_config_files_of_the_code() -> None:
     for path in (USER_CONFIG, ETC_CONFIG, "$CRONWRAP_CONFIG"):
         assert path in README, f"{path} (config.py) is not in README.md"
+
+
+# (i) every registry is read by the docs ---------------------------------------------------
+
+# A registry is a module-level table of facts the docs are made from, named for what it holds:
+# ``*_MEANINGS``, ``*_VARIABLES``, ``*_CODES``, ``*_FIELDS``, ``OPTIONS``, ``COMMANDS``. Each is
+# swapped for a copy that notes being read, then the pages are rendered: a registry nothing
+# read is a fact the pages restate in prose, or do not state at all.
+REGISTRY_PROBE = r"""
+import importlib, pkgutil, re, sys
+import cronwrap
+
+NAME = re.compile(r"^(?:[A-Z][A-Z0-9_]*_(?:MEANINGS|VARIABLES|CODES|FIELDS)|OPTIONS|COMMANDS)$")
+for info in pkgutil.walk_packages(cronwrap.__path__, "cronwrap."):
+    if not info.name.endswith(".__main__"):
+        importlib.import_module(info.name)
+modules = [m for n, m in list(sys.modules.items()) if n.split(".")[0] == "cronwrap"]
+
+
+def watched(value):
+    base = type(value)
+
+    def noting(method):
+        def read(self, *args):
+            self.was_read = True
+            return getattr(base, method)(self, *args)
+        return read
+
+    methods = ["__iter__", "__getitem__", "__len__", "__contains__"]
+    methods += ["items", "keys", "values", "get"] if isinstance(value, dict) else []
+    copy = type("Watched", (base,), {m: noting(m) for m in methods})(value)
+    copy.was_read = False
+    return copy
+
+
+registries = {}
+for module in modules:
+    for name, value in list(vars(module).items()):
+        if NAME.match(name) and isinstance(value, (dict, tuple, list)):
+            found = registries.setdefault(id(value), (f"{module.__name__}.{name}", value, []))
+            found[2].append((module, name))
+copies = {}
+for key, (label, value, holders) in registries.items():
+    copies[label] = watched(value)
+    for module, name in holders:
+        setattr(module, name, copies[label])
+
+from tools.docs.generate import render_man, render_readme_reference, render_toml_man
+
+render_man(), render_toml_man(), render_readme_reference()
+print(sorted(copies))
+print(sorted(label for label, copy in copies.items() if not copy.was_read))
+"""
+
+
+def test_every_registry_is_read_by_the_docs() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRONWRAP_")}
+    proc = subprocess.run([sys.executable, "-c", REGISTRY_PROBE], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    found, unread = proc.stdout.splitlines()[-2:]
+    assert "cronwrap.ledger.base.STATUS_MEANINGS" in found and "cronwrap.spec.OPTIONS" in found
+    assert unread == "[]", f"registries the docs do not read: {unread}"

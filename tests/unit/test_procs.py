@@ -37,7 +37,7 @@ def test_the_portable_table_names_one_boot_and_one_pid_space():
     table = procs.PsutilTable()
     assert table.boot_id() and table.pid_namespace()
     here = procs.Runner("h", table.boot_id(), table.pid_namespace())
-    assert here.can_check("h", table.boot_id(), table.pid_namespace())
+    assert here.same_namespace(table.boot_id(), table.pid_namespace())
 
 
 def test_keeping_only_some_descriptors_never_closes_them():

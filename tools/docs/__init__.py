@@ -1,7 +1,7 @@
 """The man pages, and README's reference, generated from the definitions ``--help`` uses.
 
 Nothing the code defines is written twice: ``run``'s options come from ``spec.OPTIONS``, the
-administrative commands and their parameters from the typer app in admin.py, file locations
+other commands and their parameters from ``commands.COMMANDS`` (as --help does), file locations
 from paths.py, config.py and runlog.py, exit statuses from errors.py, the job's and the hooks'
 variables from their registries (``jobenv.JOB_VARIABLES``, ``hooks.HOOK_VARIABLES``), statuses
 and run-log events from theirs, lint codes from ``crontab.LINT_CODES``, metric names from

@@ -5,11 +5,16 @@ the variables a job and a hook see, and the examples.
 from __future__ import annotations
 
 from cronwrap import attempt, errors, locks, runlog
+from cronwrap.ledger.base import STATUS_MEANINGS, Status
+from cronwrap.schedule.zones import ZONE_VARIABLES
 
 from tools.docs.facts import (
-    Block, ETC_CONFIG, Example, HOME_DIRS, LEASE, LEDGER_FILE, ORPHAN_GRACE, OUTPUT_FILE,
-    ROOT_DIRS, SKIP_EXIT, UNRECORDED_FILE, USER_CONFIG, USER_DIRS, XDG_CONFIG, XDG_DIRS,
-    duration_text, placeholders, run_log_events, size_text)
+    Block, ETC_CONFIG, Example, HOME_DIRS, LEDGER_FILE, ORPHAN_GRACE, OUTPUT_FILE, ROOT_DIRS,
+    SKIP_EXIT, UNRECORDED_FILE, USER_CONFIG, USER_DIRS, XDG_CONFIG, XDG_DIRS, duration_text,
+    every_one_said, placeholders, sentence, size_text)
+
+
+STATUSES = every_one_said(Status, STATUS_MEANINGS)
 
 
 ENVIRONMENT_READ: tuple[Block, ...] = (
@@ -21,9 +26,10 @@ ENVIRONMENT_READ: tuple[Block, ...] = (
                           "configuration file. See cronwrap.toml(5)."),
     ("`CRONWRAP_HOST`", "Host identity written to the ledger, as `--host` (default: the "
                         "hostname)."),
-    ("`CRON_TZ`, `TZ`", "The default zone of `--schedule` and of `explain`, in this order. "
-                        "Without `--schedule`, `TZ` (or the system zone) is the zone of "
-                        "`CRONWRAP_SCHEDULED_AT` and `CRONWRAP_BIZ_DATE`."),
+    (", ".join(f"`{name}`" for name in ZONE_VARIABLES),
+     "The default zone of `--schedule` and of `explain`, in this order. Without `--schedule`, "
+     "`TZ` (or the system zone) is the zone of `CRONWRAP_SCHEDULED_AT` and "
+     "`CRONWRAP_BIZ_DATE`."),
     ("`HOME`, `XDG_STATE_HOME`, `XDG_CONFIG_HOME`",
      "Where the ledger, logs, locks and the user's configuration file are when "
      "`CRONWRAP_HOME` and `CRONWRAP_CONFIG` are not set (see FILES)."),
@@ -107,10 +113,8 @@ FILES_ENTRIES: tuple[Block, ...] = (
                                            "names another."),
     (placeholders(f"LOGS/{runlog.EVENTS_FILE}"),
      "The structured run log: one JSON object per line, each written with a single O_APPEND "
-     "write, with `ts`, `event` (" + ", ".join(f"`{e}`" for e in run_log_events()) + "), "
-     "`job`, `host`, `pid` and, as they apply, `run_id`, "
-     "`run_key`, `attempt`, `trigger`, `scheduled_at`, `status`, `skip_reason`, `exit_code`, "
-     "`duration_ms`. Once larger than "
+     "write, with the fields " + ", ".join(f"`{f}`" for f in runlog.EVENT_FIELDS) + " (those "
+     "that apply to its event, listed below), and some of each event's own. Once larger than "
      f"{size_text(runlog.EVENTS_MAX_BYTES)} it is rotated to `{runlog.EVENTS_FILE}.1` ... "
      f"`{runlog.EVENTS_FILE}.{runlog.EVENTS_KEEP_FILES}`; rotated files older than "
      "`--keep-logs` are removed."),
@@ -148,6 +152,10 @@ FILES_ENTRIES: tuple[Block, ...] = (
     "they work on a full or read-only file system. An outbox entry that cannot be read back "
     "as a result is moved to *STATE*`/outbox/bad/`, said once, and never stops a job.",
 )
+
+
+RUN_LOG_EVENTS = [(str(event), sentence(meaning))
+                  for event, meaning in every_one_said(runlog.Event, runlog.EVENT_MEANINGS)]
 
 
 LOCKING: tuple[Block, ...] = (
@@ -240,31 +248,12 @@ LEDGER: tuple[Block, ...] = (
     "before the claim (idle_session_timeout, a restart) is opened again once and the read "
     "retried.",
     "A run's status is one of:",
-    ("`running`", f"Claimed; the job is running and its wrapper renews the run's lease "
-                  f"(`--lease`, default {LEASE}) every lease/3."),
-    ("`succeeded`", "The job exited with status 0, or with another status of `--success-exit`."),
-    ("`warning`", "Done, but look at it: the job exited with a status of `--warning-exit`, or, "
-                  "with reason `too_fast`, succeeded in less than `--min-duration`. The slot is "
-                  "done, as a succeeded one is: no retry, no catch-up, and a manual run needs "
-                  "`--force`. Health is `warning`; `--on-warning` runs."),
-    ("`failed`", "The job exited with another status, or was not found or not executable."),
-    ("`timeout`", "The job reached `--timeout` and was ended; never `failed`, even when it "
-                  "needed KILL."),
-    ("`killed`", "A signal ended the job (a forwarded TERM, `--overlap replace`), or, with "
-                 "reason `lease_lost`, cronwrap ended it because the lease was lost: another "
-                 "runner took the slot over, or the ledger stayed unreachable for longer than "
-                 "the lease. A runner that lost its lease may no longer act for that slot."),
-    ("`skipped`", "With reason `overlap`: another run of the job was live; with `too_late`: a "
-                  "missed slot older than `--catchup-window`. The slot stays claimable."),
-    ("`missed`", "A slot of `--schedule` that never ran (see CATCH-UP). Claimable."),
-    ("`abandoned`", "Shown, never stored: a `running` row whose lease has expired because its "
-                    "wrapper is gone. It is claimable again. A firing of the same runner (same "
-                    "host name, boot ID and PID namespace) claims at once a row whose wrapper "
-                    "process is gone (PID and start time no longer match), without waiting for "
-                    "the lease; any other firing, such as a container that shares the host "
-                    "name, waits for the lease to expire. `cronwrap unlock` *NAME* expires "
-                    "the leases of a job's running rows, for an operator who knows the holder "
-                    "is dead."),
+    *((f"`{status}`", meaning) for status, meaning in STATUSES),
+    "A firing of the same runner (same host name, boot ID and PID namespace) claims an "
+    "abandoned row at once when its wrapper process is gone (PID and start time no longer "
+    "match), without waiting for the lease; any other firing, such as a container that shares "
+    "the host name, waits for the lease to expire. `cronwrap unlock` *NAME* expires the "
+    "leases of a job's running rows, for an operator who knows the holder is dead.",
     "On PostgreSQL a claim is one call of the server-side function `cronwrap_claim` (created "
     "by the schema's migration 3), one round trip; a renewal and a finish are one statement "
     "each. Once the job is claimed the wrapper closes its connection: each renewal and the "

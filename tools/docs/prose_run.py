@@ -4,13 +4,15 @@ monitoring, and the notes under each administrative command.
 
 from __future__ import annotations
 
-from cronwrap import (catchup, deadline, errors, monitor, picture, redact, retry, runlog, stdio,
-                      supervise)
+from datetime import timedelta
+
+from cronwrap import (catchup, commands, deadline, errors, monitor, picture, redact, retry, runlog,
+                      serve, stdio, supervise)
 from cronwrap.admin import CRONTAB_MAX
 
 from tools.docs.facts import (
     ALIASES, Block, EARLY, FINAL, HOOK_KILL, Example, LATE_GRACE, ORPHAN_GRACE, PING_RETRIES,
-    PING_TIMEOUT, PING_WAIT, TOLERANCE, duration_text, signal_names, size_text)
+    PING_TIMEOUT, PING_WAIT, TOLERANCE, duration_text, duration_words, signal_names, size_text)
 
 
 DESCRIPTION: tuple[Block, ...] = (
@@ -202,14 +204,16 @@ COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
         "directories), else the ledger's tail of it.",
         "`/metrics`: the Prometheus text of `status --format prometheus`, one scrape target for "
         "every host of a shared ledger. `/api/status`: the JSON of `status --json`; "
-        "`/api/jobs/`*NAME*`/history?limit=`*N*: that of `history --json`, *N* from 1 to 1000 "
-        "(default 20; more is refused with 400, not cut short); older runs with "
+        f"`/api/jobs/`*NAME*`/history?limit=`*N*: that of `history --json`, *N* from 1 to "
+        f"{serve.HISTORY_MAX} (default {serve.HISTORY_LIMIT}; more is refused with 400, not cut "
+        "short); older runs with "
         "`&before=`*RUN_ID*, the last `run_id` of an answer, which its `Link: rel=\"next\"` "
         "header gives. The job's page is paged the same way (`?before=`*RUN_ID*, links "
         "*newer* and *older*), so any page reads a few hundred rows, however long the job's "
         "history; the `?page=`*N* links of earlier versions lead to its newest runs. Counts "
-        "and missed slots are over `status`'s default window, 7 days. `/healthz`: 200 when the "
-        "ledger answers. A ledger that does not answer within 10 seconds, or cannot be reached, "
+        f"and missed slots are over `status`'s default window, {duration_words(serve.SINCE)}. "
+        "`/healthz`: 200 when the ledger answers. A ledger that does not answer within "
+        f"{duration_words(timedelta(seconds=serve.LEDGER_DEADLINE))}, or cannot be reached, "
         "gives a 503 page that says so; the next request tries again.",
         "Every request needs a token, on loopback too: another user of the host is a client "
         "like any other. With `--token-file` *FILE*, its token (the file must be a regular "
@@ -232,7 +236,8 @@ COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
         "Read-only: no endpoint writes, and any method but GET and HEAD is answered 405. A "
         "request with a body (`Content-Length` above 0, or chunked) is answered 413 as soon as "
         "its header ends, with or without a token, and the body is never read. An unknown job "
-        "or run is 404. It listens on 127.0.0.1:8080 by default, on every address *HOST* "
+        f"or run is 404. It listens on {commands.default('serve', 'listen')} by default, on "
+        "every address *HOST* "
         "resolves to. Idle and slow clients cannot take it: a connection must send a "
         "request's header within 10 seconds of opening or of its last answer (however slowly "
         "it trickles), and a new connection is always accepted while others only wait for "

@@ -5,8 +5,9 @@ string, a list item a ``(tag, text)`` pair, and ``Example`` text is shown verbat
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import Iterable
 from cronwrap import spec
+from cronwrap.commands import Param
 
 from tools.docs.facts import (
     Block, Example, argument_label, choices, default_text, is_argument, option_names,
@@ -98,7 +99,7 @@ def run_option_body(opt: spec.Option) -> str:
     return f"{text} Environment: {bold(opt.env)}."
 
 
-def param_tag(param: Any) -> str:
+def param_tag(param: Param) -> str:
     if is_argument(param):
         return italic(argument_label(param))
     names = ", ".join(bold(n) for n in option_names(param))
@@ -106,9 +107,9 @@ def param_tag(param: Any) -> str:
     return f"{names} {italic(value)}" if value else names
 
 
-def param_body(param: Any) -> str:
+def param_body(param: Param) -> str:
     default = param_default(param)
-    text = esc(param.help or "") + (f" Default: {bold(default)}." if default else "")
+    text = esc(param.help) + (f" Default: {bold(default)}." if default else "")
     return f"{text} {esc(param_limits(param))}".rstrip()
 
 

@@ -1,0 +1,289 @@
+"""Every command's arguments and options, declared once (``run``'s: spec.OPTIONS).
+
+``COMMANDS`` is the one declaration of the command line: admin.py builds its typer app from it,
+``lean_command`` below runs the read commands from it without typer, and tools/docs renders
+the man page and README's reference from it. A command is added here, with the function it
+calls, and nowhere else.
+
+The read commands (``status``, ``history``, ``logs``, ``explain``) are an operator's most
+frequent, and typer's parameter machinery alone costs more than ``status`` may (~200 ms,
+bench/results.md, issue 15): cli.py tries ``lean_command`` first. It runs a command line it
+fully understands; anything else (``--help``, an unknown option, a missing argument, a
+number out of range) goes to typer, built from the same table, so every help text and error
+is typer's own. Importing this module costs a few records: no typer, no command's body.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from cronwrap.record import TYPE_CHECKING, Record
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+TEXT, FLAG = "text", "flag"
+REQUIRED = ...  # the default of a parameter that must be given (typer's own spelling)
+
+
+class Param(Record):
+    """One argument or option of a command; ``dest`` is the keyword its function takes.
+
+    names: the option's spellings (``("--follow", "-f")``); none for an argument.
+    metavar: what its value is called in help and the man page; None for a flag.
+    kind: TEXT, FLAG, or ``(low, high)``: a whole number in that range (high None: no limit).
+    default: its value when not given; REQUIRED: it must be given.
+    many: an argument that takes every remaining word (a list; None when there is none).
+    off: a flag's negative spelling (``--user`` beside ``--system``); its value is then
+    True, False, or None when neither is given."""
+
+    dest: str
+    help: str
+    names: tuple[str, ...]
+    metavar: str | None
+    kind: str | tuple[int, int | None]
+    default: Any
+    many: bool
+    off: str | None
+    _defaults = dict(names=(), metavar=None, kind=TEXT, default=None, many=False, off=None)
+
+    @property
+    def is_argument(self) -> bool:
+        return not self.names
+
+    @property
+    def is_flag(self) -> bool:
+        return self.kind == FLAG
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+class Command(Record):
+    """A command: its name (``db init`` for a sub-command), help, parameters and the function
+    (``module:name``) that runs it with one keyword per parameter. lean: run by
+    ``lean_command`` when it understands the command line. rest: the keyword that gets the
+    words typer leaves (``wrap``'s run options after ``--``; ``run``'s whole command line)."""
+
+    name: str
+    help: str
+    params: tuple[Param, ...]
+    function: str
+    lean: bool
+    rest: str | None
+    _defaults = dict(lean=False, rest=None)
+
+    def call(self, values: dict[str, object]) -> int:
+        module, _, name = self.function.partition(":")
+        result: int = getattr(import_module(module), name)(**values)
+        return result
+
+    def param(self, dest: str) -> Param:
+        return next(p for p in self.params if p.dest == dest)
+
+
+def argument(dest: str, metavar: str, help: str, **more: Any) -> Param:
+    return Param(dest, help, (), metavar, **more)
+
+
+def option(names: str, dest: str, metavar: str | None, help: str, **more: Any) -> Param:
+    """``names``: the spellings, blank-separated (``"--follow -f"``); metavar None: a flag."""
+    more.setdefault("kind", TEXT if metavar else FLAG)
+    if more["kind"] == FLAG:
+        more.setdefault("default", False)
+    return Param(dest, help, tuple(names.split()), metavar, **more)
+
+
+SUMMARY = "Make crontab jobs trustworthy: no overlaps, hard timeouts, one run per slot, a ledger."
+GROUPS = {"db": "The ledger's schema."}  # commands of two words: the first word's help
+
+JOB = argument("name", "NAME", "Job name.", default=REQUIRED)
+DB = option("--db", "db", "URL", "Ledger URL (default: CRONWRAP_DB, then db in the config "
+            "file, then the embedded SQLite ledger).")
+JSON_RUNS = option("--json", "as_json", None, "Print a JSON array of runs, newest first.")
+CRONTAB = argument("file", "FILE", "Crontab file, or - for standard input.", default="-")
+SYSTEM = option("--system", "system", None, "The file has a user field (/etc/crontab, "
+                "/etc/cron.d/*); default: from its path.", off="--user", default=None)
+
+COMMANDS: tuple[Command, ...] = (
+    Command("run", "Run a job: lock, claim its slot, supervise, record (see: cronwrap run "
+            "--help).", (), "cronwrap.runargs:run_command", rest="args"),
+    Command("status", "One row per job: last run, status, duration, last success, next due, "
+            "running runs, health.", (
+                argument("names", "NAME", "Jobs to show (default: all); one NAME shows its "
+                         "runs.", many=True),
+                option("--since", "since", "DURATION", "Window for counts and history, a "
+                       "duration (e.g. 7d, 12h).", default="7d"),
+                option("--json", "as_json", None, "Print a JSON array of jobs."),
+                option("--format", "output_format", "FORMAT", "table, json or prometheus (text "
+                       "exposition format).", default="table"),
+                option("--textfile", "textfile", "FILE", "Write the Prometheus metrics to this "
+                       "file atomically (node_exporter textfile collector)."),
+                option("--check", "check", None, "Nagios/Icinga plugin: one line plus perfdata; "
+                       "exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."),
+                option("--max-age", "max_age", "DURATION", "With --check: CRITICAL when a job "
+                       "has not succeeded for this long."),
+                option("--warn-duration", "warn_duration", "DURATION", "With --check: WARNING "
+                       "when a run has been running longer than this."),
+                DB), "cronwrap.reads:status", lean=True),
+    Command("history", "The runs of one job, newest first.", (
+        JOB,
+        option("--limit", "limit", "N", "At most this many runs.", kind=(1, 100000), default=20),
+        JSON_RUNS, DB), "cronwrap.reads:history", lean=True),
+    Command("logs", "Print the captured output of a run, read only from this host's log "
+            "directories (CRONWRAP_LOG_DIR, log-dir in the config file, the default): never "
+            "from a path the ledger names, never through a symlink.", (
+                JOB,
+                argument("run_id", "RUN_ID", "Run id (default: the last run).",
+                         kind=(1, 2**62)),
+                option("--last", "last", None, "The last run (the default)."),
+                option("--follow -f", "follow", None, "Keep printing while the run is running; "
+                       "stop when it ends or is abandoned (its lease expired)."),
+                option("--raw", "raw", None, "Copy the output byte for byte to a terminal too "
+                       "(there, control characters are otherwise shown escaped, e.g. \\x1b; "
+                       "piped output is always exact)."),
+                DB), "cronwrap.reads:logs", lean=True),
+    Command("unlock", "Expire the leases of a job's running runs, for an operator who knows "
+            "the holder is dead; and tell who holds the job's local lock on this host (wrapper "
+            "and job PIDs, alive or gone). A lock a live process holds is never broken; a PID "
+            "lock whose holder is gone is released (its holder record is removed).", (
+                JOB,
+                option("--lock-file", "lock_file", "PATH", "The job's lock file, when its "
+                       "crontab line gives --lock-file (default: CRONWRAP_LOCK_FILE, lock-file "
+                       "in the config file, else NAME.lock in cronwrap's lock directory)."),
+                DB), "cronwrap.admin:unlock"),
+    Command("explain", "The next fire times of a schedule, and what a person should know "
+            "about it.", (
+                argument("expression", "EXPRESSION", "A cron expression (5 fields or @daily "
+                         "etc.), quoted.", default=REQUIRED),
+                option("--tz", "tz", "ZONE", "Zone of the expression (default: CRON_TZ, TZ, the "
+                       "system zone)."),
+                option("--count", "count", "N", "How many fire times to show.",
+                       kind=(0, 1000), default=5),
+                option("--from", "start", "TIME", "Start after this time (ISO 8601; default: "
+                       "now)."),
+                option("--json", "as_json", None, 'Print {"expression", "tz", "next", '
+                       '"warnings"}.'),
+            ), "cronwrap.reads:explain", lean=True),
+    Command("wrap", "Print a crontab with every job prefixed by cronwrap run (options after -- "
+            "are added to each).", (
+                CRONTAB,
+                option("--diff", "show_diff", None, "Print a unified diff instead of the new "
+                       "crontab."),
+                option("--unwrap", "undo", None, "Restore the lines wrap wrote to their "
+                       "original text."),
+                option("--cronwrap", "cronwrap_path", "PATH", "Path of cronwrap in the lines "
+                       "(default: this one's)."),
+                SYSTEM), "cronwrap.admin:wrap", rest="extra"),
+    Command("lint", "Report a crontab's classic mistakes, one line each; exit 1 when there "
+            "are errors.", (CRONTAB, SYSTEM), "cronwrap.admin:lint"),
+    Command("prune", "Retention: old ledger rows and log files; never a running run, nor a "
+            "slot inside its catch-up window. Files go in cronwrap's log directory and in each "
+            "job's own: its --log-dir as the ledger recorded it, CRONWRAP_LOG_DIR, log-dir in "
+            "the config file; such a directory only if cronwrap would use it itself (a real "
+            "directory of yours, not writable by others), and in it only cronwrap's own files "
+            "(NAME/RUN_ID.ATTEMPT.log, events.jsonl.N), never through a symlink.", (
+                option("--older-than", "older_than", "DURATION", "Remove runs and log files "
+                       "older than this (e.g. 90d).", default=REQUIRED),
+                option("--keep-last", "keep_last", "N", "Always keep each job's newest N runs.",
+                       kind=(0, None), default=0),
+                DB), "cronwrap.admin:prune"),
+    Command("serve", "A read-only web dashboard of the ledger: the jobs (/), a job's runs "
+            "(/jobs/NAME), one run (/jobs/NAME/runs/ID), /metrics for Prometheus, /api/status "
+            "and /api/jobs/NAME/history as JSON, /healthz. Every request needs a token "
+            "(Authorization: Bearer TOKEN, or ?token=TOKEN once, which sets a cookie), on "
+            "loopback too, unless --no-auth.", (
+                option("--listen", "listen", "HOST:PORT", "HOST:PORT to listen on (every "
+                       "address HOST resolves to); port 0: any free port (the line printed at "
+                       "start names it).", default="127.0.0.1:8080"),
+                option("--token-file", "token_file", "PATH", "A file (yours, mode 0600, not a "
+                       "symlink) holding the token every request must send (Authorization: "
+                       "Bearer TOKEN). Default: a token made at start, kept in "
+                       "STATE/serve/HOST-PORT.token while serve runs, and printed in a URL to "
+                       "open once in a browser (?token=TOKEN)."),
+                option("--no-auth", "no_auth", None, "Serve without a token: anyone who can "
+                       "connect reads every job's output. Only on loopback addresses (checked "
+                       "on the sockets bound), and every page says so."),
+                DB), "cronwrap.admin:serve"),
+    Command("db init", "Create or migrate the ledger schema (this also happens on first use).",
+            (DB,), "cronwrap.admin:db_init"),
+)
+BY_NAME = {command.name: command for command in COMMANDS}
+
+
+def default(command: str, dest: str) -> Any:
+    """A parameter's default, for code that must agree with it (serve's windows)."""
+    return BY_NAME[command].param(dest).default
+
+
+def lean_command(args: Sequence[str]) -> int | None:
+    """Run ``args`` if they name a lean command and this parser understands all of them;
+    None: leave them to typer."""
+    command = BY_NAME.get(args[0]) if args else None
+    if command is None or not command.lean:
+        return None
+    values = parse(command, args[1:])
+    return None if values is None else command.call(values)
+
+
+def parse(command: Command, words: Sequence[str]) -> dict[str, object] | None:
+    """The keyword arguments of ``command``'s function for ``words``, or None when typer
+    should answer (``--help``, ``--``, a mistake: typer says what is wrong)."""
+    by_name = {name: p for p in command.params
+               for name in (*p.names, *([p.off] if p.off else []))}
+    values = {p.dest: None if p.required else p.default for p in command.params}
+    missing = {p.dest for p in command.params if p.required and not p.is_argument}
+    given: list[str] = []
+    rest = list(words)
+    while rest:
+        token = rest.pop(0)
+        if not token.startswith("-") or token == "-":
+            given.append(token)
+            continue
+        name, equals, text = token.partition("=") if token.startswith("--") else (token, "", "")
+        param = by_name.get(name)
+        if param is None or (param.is_flag and equals):
+            return None
+        missing.discard(param.dest)
+        if param.is_flag:
+            values[param.dest] = name != param.off
+            continue
+        if not equals:
+            if not rest or rest[0].startswith("-"):
+                return None
+            text = rest.pop(0)
+        value = _value(text, param.kind)
+        if value is None:
+            return None
+        values[param.dest] = value
+    return None if missing else _positionals(command, given, values)
+
+
+def _positionals(command: Command, given: list[str],
+                 values: dict[str, object]) -> dict[str, object] | None:
+    for param in command.params:
+        if not param.is_argument:
+            continue
+        if param.many:
+            values[param.dest], given = (given or None), []
+        elif given:
+            value = _value(given.pop(0), param.kind)
+            if value is None:
+                return None
+            values[param.dest] = value
+        elif param.required:
+            return None  # typer's message names it
+    return None if given else values
+
+
+def _value(text: str, kind: str | tuple[int, int | None]) -> object | None:
+    if isinstance(kind, str):  # TEXT: a flag takes no value
+        return text
+    low, high = kind
+    try:
+        number = int(text)
+    except ValueError:
+        return None
+    return number if low <= number and (high is None or number <= high) else None
