@@ -16,12 +16,12 @@ from cronwrap.errors import CronwrapError, LedgerError
 from cronwrap.jobenv import cron_zone, job_environment
 from cronwrap.lease import Heartbeat
 from cronwrap.durations import format_duration
-from cronwrap.ledger.base import Claim, Finish, Reason, Run, Status
+from cronwrap.model import Claim, Event, Finish, Reason, Run, Status
 from cronwrap.paths import ensure_private_dir, file_name, open_private
 from cronwrap.deadline import CpuBudget
 from cronwrap.redact import Redactor, secret_values
 from cronwrap.record import TYPE_CHECKING, Record
-from cronwrap.runlog import Event, OutputCapture, output_path, prune_event_logs, prune_outputs
+from cronwrap.runlog import OutputCapture, output_path, prune_event_logs, prune_outputs
 from cronwrap.stdio import Passthrough, warn
 
 if TYPE_CHECKING:

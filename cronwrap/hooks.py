@@ -20,6 +20,7 @@ import time
 from cronwrap import procs
 from cronwrap.errors import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SIGNAL_BASE, UsageError
 from cronwrap.jobenv import exec_values
+from cronwrap.model import DONE_STATUSES
 from cronwrap.record import Record
 from cronwrap.redact import url as redact
 
@@ -270,7 +271,7 @@ class Pinger:
         self._send(ping_url(self.url, "start"), None)
 
     def finish(self, status: str, exit_code: int | None, output_tail: str | bytes | None) -> None:
-        if status in ("succeeded", "warning"):
+        if status in DONE_STATUSES:
             suffix = "0"
         elif exit_code:
             suffix = str(exit_code)

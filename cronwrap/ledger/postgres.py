@@ -24,8 +24,8 @@ from psycopg.rows import dict_row
 from cronwrap.errors import LedgerError
 from cronwrap.redact import url as redact_url
 from cronwrap.ledger import sql
-from cronwrap.ledger.base import Claim, ClaimRequest, Finish, Run
 from cronwrap.ledger.sqlcore import SqlLedger
+from cronwrap.model import Claim, ClaimRequest, Finish, Run
 
 # pg_advisory_xact_lock key for schema creation: the bytes of "cronwrap" as a bigint. Advisory
 # locks are per database, so two ledgers on one cluster never wait for each other.

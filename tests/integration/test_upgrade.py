@@ -21,7 +21,8 @@ import psycopg
 import pytest
 
 from cronwrap import procs
-from cronwrap.ledger import base, sql
+from cronwrap.ledger import sql
+from cronwrap.model import Status
 from tests.conftest import REPO
 
 FIXTURES = REPO / "tests" / "fixtures" / "release-0.1.0"
@@ -46,7 +47,7 @@ def released(backend: str) -> dict[str, list[dict]]:
 def assert_reads_as_released(row: dict, old: dict) -> None:
     """Every field as the release showed it. A row that was running then shows abandoned now
     (its lease has long expired); fields added since are null for it."""
-    expected = dict(old, status=base.ABANDONED if old["status"] == base.RUNNING else old["status"])
+    expected = dict(old, status=Status.ABANDONED if old["status"] == Status.RUNNING else old["status"])
     assert {k: row.get(k, "(missing)") for k in expected} == expected
     assert {k: row[k] for k in set(row) - set(expected)} == dict.fromkeys(set(row) - set(expected))
 
@@ -70,7 +71,7 @@ def check_status(cw, db: str, backend: str) -> None:
     assert set(shown) == set(JOBS)
     for job, old in released(backend).items():
         assert_reads_as_released(shown[job]["last_run"],
-                                 next(r for r in old if r["status"] != base.SKIPPED))
+                                 next(r for r in old if r["status"] != Status.SKIPPED))
 
 
 def run_new_jobs(cw, db: str) -> None:
@@ -86,7 +87,7 @@ def check_new_runs(cw, db: str, backend: str) -> None:
     (fresh,) = cw.json("history", "fresh", "--json", "--db", db)
     last_old = max(r["run_id"] for runs in released(backend).values() for r in runs)
     for run, key in ((newer["nightly"][0], "2026-10-30"), (fresh, None)):
-        assert run["status"] == base.SUCCEEDED and run["run_id"] > last_old
+        assert run["status"] == Status.SUCCEEDED and run["run_id"] > last_old
         assert key is None or run["run_key"] == key
         assert (run["boot_id"], run["pid_ns"]) == (procs.boot_id() or None,
                                                    procs.pid_namespace() or None)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from cronwrap import config, errors, hooks, jobenv, spec
-from cronwrap.ledger.base import Run
+from cronwrap.model import Run
 from tools.docs.facts import (
     ETC_CONFIG, HOME_DIRS, README_BEGIN, README_END, ROOT_DIRS, USER_CONFIG, admin_commands,
     choices, has_option, is_argument, option_names)

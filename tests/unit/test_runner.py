@@ -13,7 +13,7 @@ import pytest
 from cronwrap import runner
 from cronwrap.invocation import LocalLock
 from cronwrap.hooks import HookResult
-from cronwrap.ledger.base import Reason, Status
+from cronwrap.model import Reason, Status
 from cronwrap.ledger.sqlite import SqliteLedger
 from cronwrap.spec import build_spec
 from cronwrap.supervise import Outcome

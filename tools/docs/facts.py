@@ -11,7 +11,7 @@ import re
 import signal
 from pathlib import Path
 from typing import Any, Iterable, Iterator
-from cronwrap import config, hooks, picture, report, runlog, schedule, spec, supervise
+from cronwrap import config, hooks, model, picture, report, runlog, schedule, spec, supervise
 from cronwrap.runargs import RUN_USAGE
 from cronwrap.paths import resolve_dirs
 
@@ -172,8 +172,8 @@ def placeholders(path: str) -> str:
 
 
 def run_log_events() -> list[str]:
-    """The run log's events: runlog's registry."""
-    return [event.value for event in runlog.Event]
+    """The run log's events: model's registry."""
+    return [event.value for event in model.Event]
 
 
 def signal_names(numbers: Iterable[int]) -> str:
