@@ -264,7 +264,7 @@ def test_the_toml_page_example_loads(tmp_path: Path) -> None:
     loaded = config.load_config(file)
     assert loaded.defaults and loaded.jobs, "the example should show both kinds of table"
     for values in (loaded.defaults, *loaded.jobs.values()):
-        spec.build_spec(["true"], values, {}, lambda: "host")  # every value is valid for run
+        spec.build_spec(["true"], values, {}, lambda: "host", warn=pytest.fail)  # every value is valid for run
 
 
 def test_readme_config_examples_load(tmp_path: Path) -> None:
@@ -273,7 +273,7 @@ def test_readme_config_examples_load(tmp_path: Path) -> None:
     for i, block in enumerate(blocks):
         loaded = config.load_config(write_private(tmp_path / f"c{i}.toml", block))
         for values in (loaded.defaults, *loaded.jobs.values()):
-            spec.build_spec(["true"], values, {}, lambda: "host")
+            spec.build_spec(["true"], values, {}, lambda: "host", warn=pytest.fail)
 
 
 # (g) README answers the operators' questions, in their order ------------------------------

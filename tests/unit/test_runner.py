@@ -77,7 +77,7 @@ class Fake:
         while args:
             name = args.pop(0).removeprefix("--")
             given[name] = True if not args or args[0].startswith("--") else args.pop(0)
-        spec = build_spec(["job"], {"name": "j", **given}, environ, lambda: "h")
+        spec = build_spec(["job"], {"name": "j", **given}, environ, lambda: "h", warn=pytest.fail)
         return runner.run(spec, environ, world=self.world())
 
     def runs(self) -> list:

@@ -1,5 +1,6 @@
 """The pure core type-checks under ``mypy --strict`` (issue 14 §6): the modules that take
-``now`` and do no I/O, where a wrong type is a wrong schedule or a wrong decision."""
+``now`` and do no I/O (ARCHITECTURE.md §1's *pure* marks, read by tests/purecore.py), where a
+wrong type is a wrong schedule or a wrong decision."""
 
 from __future__ import annotations
 
@@ -10,11 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.purecore import pure_paths
+
 REPO = Path(__file__).resolve().parents[2]
-PURE_CORE = ["cronwrap/schedule", "cronwrap/catchup.py", "cronwrap/durations.py",
-             "cronwrap/firing.py", "cronwrap/policy.py", "cronwrap/jobenv.py",
-             "cronwrap/spec.py", "cronwrap/record.py", "cronwrap/errors.py",
-             "cronwrap/redact.py", "cronwrap/backtrack.py"]
 
 
 def test_the_pure_core_passes_mypy_strict(tmp_path: Path) -> None:
@@ -26,6 +25,6 @@ def test_the_pure_core_passes_mypy_strict(tmp_path: Path) -> None:
         pytest.skip("mypy is not installed")
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
-         "--cache-dir", str(tmp_path / "mypy-cache"), *PURE_CORE],
+         "--cache-dir", str(tmp_path / "mypy-cache"), *pure_paths()],
         cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
