@@ -7,13 +7,14 @@ the conversion of times; this class holds the logic, as procrastinate's JobManag
 from __future__ import annotations
 
 import threading
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from contextlib import contextmanager
 from datetime import datetime
-from cronwrap.record import TYPE_CHECKING
 
+from cronwrap.ledger.base import Ledger
 from cronwrap.model import (DONE_STATUSES, Claim, ClaimRequest, Finish, JobInfo, JobSummary,
                             Reason, Run, Status, Trigger)
+from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -50,8 +51,9 @@ def decide(row: Run, req: ClaimRequest, now: datetime) -> str | None:
     return Reason.DUPLICATE
 
 
-class SqlLedger(ABC):
-    """Implements ``ledger.base.Ledger``; subclasses provide the dialect hooks at the bottom."""
+class SqlLedger(Ledger):
+    """The ``Ledger`` over named SQL blocks; subclasses provide ``close`` and the dialect
+    hooks at the bottom."""
 
     def __init__(self, queries: dict[str, str]) -> None:
         self.q = queries
@@ -108,8 +110,6 @@ class SqlLedger(ABC):
             return Claim(run=self._run(claimed), took_over=took_over)
 
     def preview(self, req: ClaimRequest) -> Claim:
-        """What ``claim(req)`` would answer now, read only (``--dry-run``): no run; the skip
-        reason (None: it would claim) and the row in the way or the row it would take."""
         with self._tx(write=False) as cur:
             now = self._db_now(cur)
             live = self._live_runs(cur, req, now, expire=False)
@@ -133,8 +133,6 @@ class SqlLedger(ABC):
             return self._insert_skip(cur, req, reason, now, blocking=None)
 
     def slot_history(self, job: str, since: datetime) -> tuple[datetime | None, set[str]]:
-        """The newest scheduled slot the ledger has seen for ``job`` (None: none yet), and its
-        run keys of slots since ``since``."""
         with self._tx(write=False) as cur:
             row = self._one(cur, "job_by_name", job=job)
             if row is None or row["last_slot"] is None:
@@ -152,8 +150,6 @@ class SqlLedger(ABC):
                        row["settings"])
 
     def record_marks(self, req: ClaimRequest, marks: Sequence[Mark]) -> int:
-        """Record slots that will not run, unless the slot already has a row. Returns how
-        many were recorded."""
         recorded = 0
         with self._tx() as cur:
             now = self._db_now(cur)
@@ -233,8 +229,7 @@ class SqlLedger(ABC):
         return [self._run(r) for r in rows]
 
     def idle(self) -> None:
-        """Hold nothing between operations from now on (PostgreSQL: no connection while the
-        job runs); an embedded ledger has nothing to give back."""
+        """An embedded ledger has nothing to give back (PostgresLedger has a connection)."""
 
     def now(self) -> datetime:
         with self._tx(write=False) as cur:

@@ -335,3 +335,27 @@ def test_prune_keeps_running_rows_recent_rows_and_the_catchup_window(ledger, clo
     assert len(ledger.runs("other")) == 1
     assert ledger.prune(cutoff, keep_last=0) and len(ledger.runs("other")) == 1
     assert len(ledger.runs("windowed")) == 3
+
+
+# -- the contract as an abstract base class ------------------------------------------------
+
+def test_every_back_end_is_the_contract_and_one_without_an_operation_cannot_be_built(ledger):
+    from cronwrap.ledger.base import Ledger
+
+    assert isinstance(ledger, Ledger) and not type(ledger).__abstractmethods__
+    operations = {name for name in vars(Ledger) if not name.startswith("_")}
+    assert Ledger.__abstractmethods__ == operations
+    for missing in operations:
+        partial = type("Partial", (Ledger,), {name: lambda self, *a, **kw: None
+                                              for name in operations - {missing}})
+        with pytest.raises(TypeError, match=f"abstract method.*{missing}"):
+            partial()
+
+
+def test_each_operation_says_what_a_caller_must_handle():
+    """Its docstring names what LedgerError means for it (idle raises nothing)."""
+    from cronwrap.ledger.base import Ledger
+
+    for name in Ledger.__abstractmethods__:
+        doc = getattr(Ledger, name).__doc__ or ""
+        assert ":raises LedgerError:" in doc or "Raises nothing" in doc, name
