@@ -341,6 +341,9 @@ cli.add_typer(db_cli, name="db")
 def db_init(db: Optional[str] = typer.Option(None, help=DB_HELP)) -> int:
     """Create or migrate the ledger schema (this also happens on first use)."""
     ledger = _ledger(db)
-    ledger.close()
+    try:
+        ledger.init_schema()
+    finally:
+        ledger.close()
     print("ledger ready")
     return 0

@@ -197,6 +197,17 @@ class Ledger(ABC):
         """
 
     @abstractmethod
+    def init_schema(self) -> None:
+        """``cronwrap db init``: bring the schema to this cronwrap's version (as opening the
+        ledger to write already does), and create its server-side functions again even when
+        the version is current (PostgreSQL: ``cronwrap_claim``, ``cronwrap_settings``; SQLite
+        has none), which repairs a ledger whose function was dropped or replaced by hand.
+
+        :raises LedgerError: nothing changed (one transaction): the schema is newer than this
+            cronwrap, its version is damaged, or the ledger could not be reached.
+        """
+
+    @abstractmethod
     def now(self) -> datetime:
         """The ledger's clock.
 

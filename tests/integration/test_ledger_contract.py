@@ -190,7 +190,7 @@ def test_succeeded_slot_runs_again_only_with_force(ledger):
 
 def test_a_warning_slot_is_done_like_a_succeeded_one(ledger):
     """--warning-exit and --min-duration record `warning`: no retry by --max-attempts, a
-    manual run needs --force (PostgreSQL: cronwrap_claim() of migration 4)."""
+    manual run needs --force (PostgreSQL: cronwrap_claim(), since schema version 4)."""
     run = ledger.claim(req()).run
     ledger.finish(run, done("warning", 1))
     assert ledger.claim(req(max_attempts=3)).skip_reason == Reason.DUPLICATE

@@ -266,7 +266,8 @@ LEDGER: tuple[Block, ...] = (
                     "the leases of a job's running rows, for an operator who knows the holder "
                     "is dead."),
     "On PostgreSQL a claim is one call of the server-side function `cronwrap_claim` (created "
-    "by the schema's migration 3), one round trip; a renewal and a finish are one statement "
+    "again by every migration and by `cronwrap db init`), one round trip; a renewal and a "
+    "finish are one statement "
     "each. Once the job is claimed the wrapper closes its connection: each renewal and the "
     "finish connect for their own statement, so a running job holds no server connection. "
     "A connection that fails because the server or a pooler is full, starting up, shutting "
