@@ -15,8 +15,8 @@ from cronwrap.firing import Timing, needs_recorded_schedule, plan_firing, resolv
 from cronwrap.invocation import Invocation
 from cronwrap.ledger.url import open_ledger
 from cronwrap.model import DONE_STATUSES, Reason, SlotRun, Status, Trigger
-from cronwrap.runner import history, real_world, recorded_job
 from cronwrap.record import TYPE_CHECKING
+from cronwrap.runner import history, real_world, recorded_job
 from cronwrap.spec import JobSpec
 
 if TYPE_CHECKING:

@@ -99,8 +99,8 @@ def read_entry(path: Path) -> tuple[Run, Finish]:
     if not isinstance(result.status, str) or result.status not in FINAL_STATUSES:
         raise ValueError("unknown status")
     run = Run(run_id=owner["run_id"], job=owner["job"], run_key=owner["run_key"],
-                   scheduled_at=None, trigger="", status=Status.RUNNING, fence=owner["fence"],
-                   host=owner["host"], pid=owner["pid"], pid_start=owner["pid_start"])
+              scheduled_at=None, trigger="", status=Status.RUNNING, fence=owner["fence"],
+              host=owner["host"], pid=owner["pid"], pid_start=owner["pid_start"])
     return run, result
 
 

@@ -2,10 +2,11 @@
 
 Two tools, pure (no I/O, no clock, no signals): ``url`` hides a URL's password (the ledger's
 label, pings), beside the one reading of a URL's user info and host that sending a ping
-(``split_userinfo``) and checking ``--ping`` (``parse_ping_url``) share; ``Redactor`` takes secrets out of a job's output before anything of it is stored
-or sent — the captured file, the ledger's error tail, hooks' ``CRONWRAP_OUTPUT_TAIL``, pings'
-bodies — by the stream, so that a secret split across two reads is still caught. What is
-found is replaced by ``***`` and the text around it is kept: ``postgresql://app:***@db/x``.
+(``split_userinfo``) and checking ``--ping`` (``parse_ping_url``) share; ``Redactor`` takes
+secrets out of a job's output before anything of it is stored or sent — the captured file, the
+ledger's error tail, hooks' ``CRONWRAP_OUTPUT_TAIL``, pings' bodies — by the stream, so that a
+secret split across two reads is still caught. What is found is replaced by ``***`` and the
+text around it is kept: ``postgresql://app:***@db/x``.
 
 Found: the values of the job's environment variables whose names say secret (``secret_values``),
 passwords in URLs, ``password=``/``pwd=``-style assignments (a quoted value to its closing
