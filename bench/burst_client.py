@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 
 def ledger_claimer(url: str, run_key: str):
     from cronwrap import procs
-    from cronwrap.ledger.base import ClaimRequest, JobInfo
+    from cronwrap.model import ClaimRequest, JobInfo
     from cronwrap.ledger.postgres import PostgresLedger
 
     pid, pid_start = procs.self_identity()

@@ -22,7 +22,7 @@ import time
 from datetime import datetime, timezone
 
 from cronwrap import procs
-from cronwrap.ledger.base import ClaimRequest, Finish, JobInfo
+from cronwrap.model import ClaimRequest, Finish, JobInfo
 from cronwrap.ledger.postgres import PostgresLedger
 
 

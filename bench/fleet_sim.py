@@ -45,7 +45,7 @@ from datetime import datetime
 
 from cronwrap import procs
 from cronwrap.errors import LedgerError
-from cronwrap.ledger.base import ClaimRequest, Finish, JobInfo
+from cronwrap.model import ClaimRequest, Finish, JobInfo
 from cronwrap.ledger.postgres import PostgresLedger
 
 DB_WAIT = 60.0  # --db-wait's default, passed on if the ledger takes it

@@ -23,7 +23,7 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
 from cronwrap.commands import COMMANDS, GROUPS, SUMMARY, Command, Param
 from cronwrap.errors import EXIT_CRONWRAP, UsageError
-from cronwrap.stdio import write_utf8
+from cronwrap.stdio import warn, write_utf8
 # What every command reads first (ledger, config file, log directories) lives in reads.py, where
 # the read commands run without typer.
 from cronwrap.reads import config as _config, ledger as _ledger, ledger_url as _ledger_url
@@ -235,7 +235,7 @@ def wrap(file: str, show_diff: bool, undo: bool, cronwrap_path: str | None,
         given, rest = parse_run_args(extra)  # the same checks as run: a bad option is 125 here
         if given is None or rest:
             raise UsageError(f"wrap: after -- give only run options (got {' '.join(rest)!r})")
-        build_spec(["true"], given, {}, lambda: "host")  # validates each value
+        build_spec(["true"], given, {}, lambda: "host", warn=warn)  # validates each value
     text, name = _read_crontab(file)
     is_system = _is_system(file, system)
     if undo:
@@ -289,6 +289,9 @@ def serve(listen: str, token_file: str | None, no_auth: bool, db: str | None) ->
 
 def db_init(db: str | None) -> int:
     ledger = _ledger(db)
-    ledger.close()
+    try:
+        ledger.init_schema()
+    finally:
+        ledger.close()
     print("ledger ready")
     return 0

@@ -15,10 +15,10 @@ from cronwrap.durations import format_duration
 from cronwrap.errors import LedgerError
 from cronwrap.jobenv import cron_zone, job_environment
 from cronwrap.lease import Heartbeat
-from cronwrap.ledger.base import Claim, Finish, Reason, Run, Status
+from cronwrap.model import Claim, Event, Finish, Reason, Run, Status
 from cronwrap.redact import Redactor, secret_values
 from cronwrap.record import TYPE_CHECKING, Record
-from cronwrap.runlog import Event, RunFiles
+from cronwrap.runlog import RunFiles
 from cronwrap.stdio import Passthrough, warn
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from datetime import timedelta
 
 from cronwrap.durations import format_duration
 from cronwrap.errors import UsageError
-from cronwrap.ledger.base import Mark, SlotRun
+from cronwrap.model import Mark, Reason, SlotRun, Status, Trigger
 from cronwrap.record import TYPE_CHECKING
 from cronwrap.spec import MAX_SLOTS
 from cronwrap.schedule import (
@@ -97,9 +97,9 @@ def plan_firing(
     window = _check(policy, window, max_catchup)
     warnings: list[str] = []
     slot, skew = schedule.slot_for_firing(now, tolerance)
-    trigger = "schedule"
+    trigger = Trigger.SCHEDULE
     if slot is None:
-        slot, trigger = schedule.prev_at_or_before(now), "catchup"
+        slot, trigger = schedule.prev_at_or_before(now), Trigger.CATCHUP
         warnings.append(_off_slot_warning(schedule, now, slot, skew, tolerance))
     key = run_key(slot, key_template)
     runs: list[SlotRun] = []
@@ -107,13 +107,13 @@ def plan_firing(
     if last_seen is not None:
         runs, marks = _plan_backlog(schedule, now, slot, key, key_template, last_seen,
                                     known_keys, policy, window, max_catchup, warnings)
-    if trigger == "catchup" and _too_late(now, slot, window):
+    if trigger == Trigger.CATCHUP and _too_late(now, slot, window):
         warnings.append(f"slot {slot.isoformat()} is older than --catchup-window: not run")
         if key not in known_keys:
-            marks.append(Mark(key, slot, "skipped", "too_late"))
+            marks.append(Mark(key, slot, Status.SKIPPED, Reason.TOO_LATE))
     else:
         runs.append(SlotRun(key, slot, trigger))
-    return Plan(runs, marks, warnings, skew, trigger == "schedule")
+    return Plan(runs, marks, warnings, skew, trigger == Trigger.SCHEDULE)
 
 
 def _check(policy: str, window: float | timedelta, max_catchup: int) -> float:
@@ -153,7 +153,7 @@ def _plan_backlog(schedule: Schedule, now: datetime, slot: datetime, key: str,
                                      known_keys, window, budget)
     in_window = [m for m in missed if not m.too_late]
     runs, marks = _apply_policy(in_window, policy, max_catchup, warnings)
-    marks += [Mark(m.run_key, m.slot, "skipped", "too_late") for m in missed if m.too_late]
+    marks += [Mark(m.run_key, m.slot, Status.SKIPPED, Reason.TOO_LATE) for m in missed if m.too_late]
     marks.sort(key=lambda mark: mark.scheduled_at.timestamp())
     if len(marks) > MAX_MARKS:
         unlisted += len(marks) - MAX_MARKS
@@ -227,9 +227,9 @@ def _apply_policy(missed: list[_Missed], policy: str, max_catchup: int,
             extra = len(missed) - len(chosen)
             warnings.append(f"{_slots(extra)} beyond --max-catchup {max_catchup}"
                             f" {'is' if extra == 1 else 'are'} recorded as missed, not run")
-    runs = [SlotRun(m.run_key, m.slot, "catchup") for m in chosen]
+    runs = [SlotRun(m.run_key, m.slot, Trigger.CATCHUP) for m in chosen]
     run_keys = {m.run_key for m in chosen}
-    marks = [Mark(m.run_key, m.slot, "missed", None) for m in missed if m.run_key not in run_keys]
+    marks = [Mark(m.run_key, m.slot, Status.MISSED, None) for m in missed if m.run_key not in run_keys]
     return runs, marks
 
 
@@ -260,7 +260,7 @@ def plan_manual(
             assert at is not None
             slot = schedule.slot_at(parse_timestamp(at, schedule.zone) if isinstance(at, str)
                                     else at)
-        return [SlotRun(run_key(slot, key_template), slot, "manual")]
+        return [SlotRun(run_key(slot, key_template), slot, Trigger.MANUAL)]
     start, end = _range_bounds(schedule, option, value)
     runs: list[SlotRun] = []
     keys: set[str] = set()
@@ -272,7 +272,7 @@ def plan_manual(
             raise UsageError(f"{option} {value}: more than {max_slots} slots of "
                              f"{schedule.expr!r}; narrow the range or raise --max-slots")
         keys.add(key)
-        runs.append(SlotRun(key, slot, "manual"))
+        runs.append(SlotRun(key, slot, Trigger.MANUAL))
     if not runs:
         raise UsageError(f"{option} {value}: {schedule.expr!r} has no slot in that range in "
                          f"{schedule.zone_name}")

@@ -13,11 +13,14 @@ import sys
 from cronwrap.errors import LedgerError
 from cronwrap.firing import Timing, needs_recorded_schedule, plan_firing, resolve_timing
 from cronwrap.invocation import Invocation
-from cronwrap.ledger import base
-from cronwrap.ledger.base import SlotRun, Trigger
 from cronwrap.ledger.url import open_ledger
+from cronwrap.model import DONE_STATUSES, Reason, SlotRun, Status, Trigger
+from cronwrap.record import TYPE_CHECKING
 from cronwrap.runner import history, real_world, recorded_job
 from cronwrap.spec import JobSpec
+
+if TYPE_CHECKING:
+    from cronwrap.ledger import base
 
 
 def run(spec: JobSpec, environ: dict[str, str]) -> int:
@@ -91,14 +94,14 @@ def verdict(inv: Invocation, ledger: base.Ledger | None, slot: SlotRun) -> str:
         return "run (the ledger cannot tell what ran)"
     answer = ledger.preview(inv.request(slot))
     row = answer.blocking
-    if answer.skip_reason == base.OVERLAP:
+    if answer.skip_reason == Reason.OVERLAP:
         return (f"skip (overlap): run {row.run_id} of slot {row.run_key} is running on "
                 f"{row.host} (pid {row.pid})")
     if answer.skip_reason is not None:
-        if row.status == base.RUNNING:
+        if row.status == Status.RUNNING:
             return f"skip: running now on {row.host} (run {row.run_id}, pid {row.pid})"
         return (f"skip: already ran (run {row.run_id}, {row.status})"
-                + ("; --force runs it again" if row.status in base.DONE_STATUSES else
+                + ("; --force runs it again" if row.status in DONE_STATUSES else
                    "; no attempts left: --max-attempts, or --date/--at by hand, runs it"))
     if row is None:
         return "run (attempt 1)"

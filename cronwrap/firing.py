@@ -7,13 +7,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from cronwrap.errors import UsageError
-from cronwrap.ledger.base import SlotRun, Trigger
+from cronwrap.model import SlotRun, Trigger
 from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from cronwrap.ledger.base import JobInfo, Mark
+    from cronwrap.model import JobInfo, Mark
     from cronwrap.schedule import Schedule
     from cronwrap.spec import JobSpec
 

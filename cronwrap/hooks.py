@@ -18,10 +18,11 @@ import threading
 import time
 
 from cronwrap import procs
-from cronwrap.errors import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SIGNAL_BASE, UsageError
+from cronwrap.errors import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SIGNAL_BASE
 from cronwrap.jobenv import exec_values
+from cronwrap.model import DONE_STATUSES
 from cronwrap.record import Record
-from cronwrap.redact import url as redact
+from cronwrap.redact import split_userinfo, url as redact
 
 TAIL_BYTES = 4096  # of a hook's output kept, and of the job's output given to a hook
 PING_BODY_BYTES = 10 * 1024
@@ -196,57 +197,9 @@ class _HookWatch:
 
 # -- pings -------------------------------------------------------------------------------------
 
-def parse_ping_url(text: str, label: str = "--ping") -> str:
-    """An http:// or https:// URL with a host[:port] (spec.py's value-parser shape)."""
-    scheme, _userinfo, rest = _split_userinfo(text)
-    if scheme.lower() in ("http://", "https://") and _host_port(rest[:_authority_end(rest)]) \
-            and text.isprintable() and " " not in text:
-        return text
-    raise UsageError(f"{label}: {redact(text)!r} is not an http:// or https:// URL "
-                     "(example: https://hc-ping.com/YOUR-UUID)")
-
-
-def _split_userinfo(url: str) -> tuple[str, str | None, str]:
-    """``(scheme://, user info or None, the rest)``, for sending a URL.
-
-    RFC 3986 ends the authority at the first ``/``, ``?`` or ``#``, and a user info before it
-    at its last ``@``. When that authority is no host[:port] (``ops:pw/x``, a password with a
-    raw ``/``), the user info runs to the URL's last ``@`` instead, as ``redact`` reads it.
-    """
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return "", None, url
-    authority = rest[:_authority_end(rest)]
-    if "@" in authority:
-        at = authority.rfind("@")
-    elif "@" in rest and not _host_port(authority):
-        at = rest.rfind("@")
-    else:
-        return scheme + sep, None, rest
-    return scheme + sep, rest[:at], rest[at + 1:]
-
-
-def _authority_end(rest: str) -> int:
-    """Where RFC 3986 ends the authority of ``rest`` (a URL after ``://``)."""
-    return min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
-
-
-def _host_port(authority: str) -> bool:
-    """``host``, ``host:port`` or ``[v6]:port``; a port, if any, is a number."""
-    if authority.startswith("["):
-        host, close, port = authority[1:].partition("]")
-        if not close or port[:1] not in ("", ":"):
-            return False
-        port = port[1:]
-    else:
-        host, _, port = authority.partition(":")
-    return bool(host) and not any(c in host for c in "@[]") and \
-        (not port or (port.isascii() and port.isdigit() and int(port) <= 65535))
-
-
 def ping_url(base: str, suffix: str) -> str:
     """``base`` + ``/suffix`` on the path, before any query string (``?create=1``)."""
-    scheme, userinfo, rest = _split_userinfo(base)
+    scheme, userinfo, rest = split_userinfo(base)
     path, q, query = rest.partition("?")
     path = path.partition("#")[0].rstrip("/")
     prefix = scheme if userinfo is None else f"{scheme}{userinfo}@"
@@ -273,7 +226,7 @@ class Pinger:
         self._send(ping_url(self.url, "start"), None)
 
     def finish(self, status: str, exit_code: int | None, output_tail: str | bytes | None) -> None:
-        if status in ("succeeded", "warning"):
+        if status in DONE_STATUSES:
             suffix = "0"
         elif exit_code:
             suffix = str(exit_code)
@@ -345,7 +298,7 @@ def _request(url: str, body: bytes | None, timeout: float) -> tuple[str | None, 
 
 def _credentials(url: str) -> tuple[str, dict[str, str]]:
     """urllib does not take ``user:pass@`` in a URL: move it into a Basic auth header."""
-    scheme, userinfo, rest = _split_userinfo(url)
+    scheme, userinfo, rest = split_userinfo(url)
     if userinfo is None:
         return url, {}
     import base64

@@ -7,11 +7,10 @@ import os
 
 from cronwrap import policy, procs
 from cronwrap.firing import Timing
-from cronwrap.ledger import base
-from cronwrap.ledger.base import ClaimRequest, JobInfo, Run, SlotRun
+from cronwrap.model import ClaimRequest, Event, JobInfo, Run, SlotRun, iso
 from cronwrap.paths import resolve_dirs
 from cronwrap.record import TYPE_CHECKING, Record
-from cronwrap.runlog import Event, EventLog
+from cronwrap.runlog import EventLog
 from cronwrap.stdio import warn
 
 if TYPE_CHECKING:
@@ -95,10 +94,10 @@ class Invocation:
         common = {"job": self.spec.name, "host": self.spec.host, "pid": self.pid}
         if run is not None:
             common.update(run_id=run.run_id, run_key=run.run_key, attempt=run.attempt,
-                          trigger=run.trigger, scheduled_at=base.iso(run.scheduled_at))
+                          trigger=run.trigger, scheduled_at=iso(run.scheduled_at))
         elif slot is not None:
             common.update(run_key=slot.run_key, trigger=slot.trigger,
-                          scheduled_at=base.iso(slot.scheduled_at))
+                          scheduled_at=iso(slot.scheduled_at))
         self.events.emit(event, **common, **fields)
 
     def failpoint(self, phase: str) -> None:

@@ -10,7 +10,7 @@ from cronwrap.record import TYPE_CHECKING
 if TYPE_CHECKING:
     from datetime import tzinfo
 
-    from cronwrap.ledger.base import Run
+    from cronwrap.model import Run
 
 JOB_VARIABLES = {
     "CRONWRAP_JOB": "the job name",

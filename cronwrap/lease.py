@@ -6,8 +6,11 @@ import threading
 import time
 
 from cronwrap.errors import LedgerError
-from cronwrap.ledger import base
-from cronwrap.ledger.base import Reason, Run
+from cronwrap.model import Reason, Run
+from cronwrap.record import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cronwrap.ledger import base
 
 
 class Heartbeat:

@@ -21,8 +21,12 @@ import time
 from pathlib import Path
 
 from cronwrap.errors import PathError, UsageError
-from cronwrap.ledger import base
+from cronwrap.model import Run, Status
+from cronwrap.record import TYPE_CHECKING
 from cronwrap.textsafe import safe_text
+
+if TYPE_CHECKING:
+    from cronwrap.ledger import base
 
 FOLLOW_POLL = 0.5
 CHUNK = 1 << 20
@@ -32,13 +36,13 @@ def show(ledger: base.Ledger, job: str, run_id: int | None, follow: bool,
          log_dirs: list[Path], escape: bool) -> int:
     """Print the run's output; with ``follow``, until the run ends or its lease expires."""
     run = _find(ledger, job, run_id)
-    if not run.log_path and run.status != base.RUNNING:
+    if not run.log_path and run.status != Status.RUNNING:
         raise UsageError(f"{job}: run {run.run_id} has no captured output "
                          f"({safe_text(run.status)})")
     source, out = OutputFile(log_dirs, run), Terminal() if escape else Raw()
     source.copy_to(out)
     state = run.shown_status(ledger.now())
-    while follow and state == base.RUNNING:
+    while follow and state == Status.RUNNING:
         time.sleep(FOLLOW_POLL)
         source.copy_to(out)
         state = _state(ledger, run)
@@ -47,15 +51,15 @@ def show(ledger: base.Ledger, job: str, run_id: int | None, follow: bool,
     out.close()
     if not source.close():
         raise UsageError(source.not_found())
-    if state == base.ABANDONED:
+    if state == Status.ABANDONED:
         sys.stderr.write(f"cronwrap: {job}: run {run.run_id} was abandoned (its runner is gone "
                          "and its lease expired): above is the output it captured until then\n")
     return 0
 
 
-def _find(ledger: base.Ledger, job: str, run_id: int | None) -> base.Run:
+def _find(ledger: base.Ledger, job: str, run_id: int | None) -> Run:
     if run_id is None:
-        runs = [r for r in ledger.runs(job, 20) if r.status != base.SKIPPED]
+        runs = [r for r in ledger.runs(job, 20) if r.status != Status.SKIPPED]
         if not runs:
             raise UsageError(f"{job}: no runs recorded (check the name with cronwrap status)")
         return runs[0]
@@ -65,7 +69,7 @@ def _find(ledger: base.Ledger, job: str, run_id: int | None) -> base.Run:
     return run
 
 
-def _state(ledger: base.Ledger, run: base.Run) -> str | None:
+def _state(ledger: base.Ledger, run: Run) -> str | None:
     """The run's status as shown now (``abandoned`` once its lease expired), or None when
     another claim has taken its row over."""
     current = ledger.get_run(run.job, run.run_id)
@@ -78,7 +82,7 @@ class OutputFile:
     """The captured output of one run attempt, found in the first trusted directory that
     holds it, then read on from where the last copy stopped."""
 
-    def __init__(self, log_dirs: list[Path], run: base.Run) -> None:
+    def __init__(self, log_dirs: list[Path], run: Run) -> None:
         from cronwrap.runlog import output_path
 
         self.dirs = log_dirs

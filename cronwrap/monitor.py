@@ -16,19 +16,19 @@ from pathlib import Path
 
 from cronwrap.durations import format_duration
 from cronwrap.errors import (CHECK_CRITICAL, CHECK_OK, CHECK_UNKNOWN, CHECK_WARNING, PathError)
-from cronwrap.ledger import base
+from cronwrap.model import FINAL_STATUSES, Status
 from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.report import CRITICAL, OK, WARNING
 from cronwrap.textsafe import safe_text
 
 if TYPE_CHECKING:
-    from cronwrap.ledger.base import Run
+    from cronwrap.model import Run
     from cronwrap.report import JobReport
 
 STATE_WORDS = {CHECK_OK: "OK", CHECK_WARNING: "WARNING", CHECK_CRITICAL: "CRITICAL",
                CHECK_UNKNOWN: "UNKNOWN"}
 HEALTH_STATES = {OK: CHECK_OK, WARNING: CHECK_WARNING, CRITICAL: CHECK_CRITICAL}
-CRITICAL_LAST = (base.FAILED, base.TIMEOUT, base.KILLED, base.MISSED)
+CRITICAL_LAST = (Status.FAILED, Status.TIMEOUT, Status.KILLED, Status.MISSED)
 MAX_REASONS = 5  # jobs named in the summary line; the rest are counted
 TEXTFILE_MODE = 0o644  # node_exporter, often another user, must read it
 
@@ -96,7 +96,7 @@ def _critical_reasons(report: JobReport, now: datetime, max_age: float | None) -
     s, reasons = report.summary, []
     last = s.last_run
     shown = last.shown_status(now) if last else None
-    if shown in CRITICAL_LAST and not (shown == base.MISSED and report.missed > 0):
+    if shown in CRITICAL_LAST and not (shown == Status.MISSED and report.missed > 0):
         detail = ", ".join(d for d in (last.skip_reason, None if last.exit_code is None
                                        else f"exit {last.exit_code}") if d)
         reasons.append(shown + (f" ({detail})" if detail else ""))
@@ -161,7 +161,7 @@ def _perf(label: str, value: float, uom: str, warn: float | None, crit: float | 
 
 # -- Prometheus --------------------------------------------------------------------------------
 
-RUN_STATUSES = (base.RUNNING, *base.FINAL_STATUSES)
+RUN_STATUSES = (Status.RUNNING, *FINAL_STATUSES)
 FAMILIES = (
     ("cronwrap_last_run_timestamp_seconds",
      "Start of the job's latest run (its slot time if it never started), Unix time."),
@@ -200,7 +200,7 @@ def job_samples(report: JobReport, now: datetime) -> list[tuple[str, dict[str, s
         started = last.started_at or last.scheduled_at
         if started is not None:
             out.append(("cronwrap_last_run_timestamp_seconds", job, started.timestamp()))
-        if last.duration_ms is not None and last.status != base.RUNNING:
+        if last.duration_ms is not None and last.status != Status.RUNNING:
             out.append(("cronwrap_last_run_duration_seconds", job, last.duration_ms / 1000))
         if last.exit_code is not None:
             out.append(("cronwrap_last_run_exit_code", job, last.exit_code))

@@ -21,10 +21,12 @@ import os
 from pathlib import Path
 
 from cronwrap.errors import LedgerError
-from cronwrap.ledger import base
-from cronwrap.ledger.base import Finish
+from cronwrap.model import FINAL_STATUSES, Event, Finish, Run, Status
 from cronwrap.paths import ensure_private_dir, open_private
-from cronwrap.runlog import Event
+from cronwrap.record import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cronwrap.ledger import base
 
 QUARANTINE = "bad"
 _OWNER = {"job": str, "run_id": int, "fence": int, "run_key": str, "host": str, "pid": int,
@@ -37,7 +39,7 @@ def ledger_id(url: str | None) -> str:
     return hashlib.sha256((url or "embedded").encode()).hexdigest()[:16]
 
 
-def spool(state_dir: Path, url: str | None, run: base.Run, result: Finish) -> Path:
+def spool(state_dir: Path, url: str | None, run: Run, result: Finish) -> Path:
     """Write the result atomically (temp file + rename) and return its path; on failure the
     temp file is removed and the error raised."""
     box = ensure_private_dir(state_dir / "outbox")
@@ -77,7 +79,7 @@ def pending(state_dir: Path, url: str | None) -> list[Path]:
     return sorted(box / n for n in names if n.startswith(prefix) and n.endswith(".json"))
 
 
-def read_entry(path: Path) -> tuple[base.Run, Finish]:
+def read_entry(path: Path) -> tuple[Run, Finish]:
     """The claim and the result an entry holds; ValueError when it is not a valid entry."""
     fd = open_private(path, os.O_RDONLY)  # no symlink, no FIFO, ours
     try:
@@ -94,11 +96,11 @@ def read_entry(path: Path) -> tuple[base.Run, Finish]:
         result = Finish(**entry["finish"])
     except TypeError as exc:
         raise ValueError(str(exc)) from None
-    if not isinstance(result.status, str) or result.status not in base.FINAL_STATUSES:
+    if not isinstance(result.status, str) or result.status not in FINAL_STATUSES:
         raise ValueError("unknown status")
-    run = base.Run(run_id=owner["run_id"], job=owner["job"], run_key=owner["run_key"],
-                   scheduled_at=None, trigger="", status=base.RUNNING, fence=owner["fence"],
-                   host=owner["host"], pid=owner["pid"], pid_start=owner["pid_start"])
+    run = Run(run_id=owner["run_id"], job=owner["job"], run_key=owner["run_key"],
+              scheduled_at=None, trigger="", status=Status.RUNNING, fence=owner["fence"],
+              host=owner["host"], pid=owner["pid"], pid_start=owner["pid_start"])
     return run, result
 
 

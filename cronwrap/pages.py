@@ -19,7 +19,7 @@ from urllib.parse import quote
 from cronwrap import __version__
 from cronwrap.durations import format_duration
 from cronwrap.errors import CHECK_CRITICAL
-from cronwrap.ledger.base import Run, iso
+from cronwrap.model import Run, Status, iso
 from cronwrap.monitor import HEALTH_STATES
 from cronwrap.picture import MARKS, Picture, history_picture
 from cronwrap.record import TYPE_CHECKING, Record
@@ -319,7 +319,7 @@ def run_page(run: Run, events: list[dict], output: str | None, output_source: st
                      "directories, and no tail in the ledger).</p>")
     else:
         parts.append(f'<p class="muted">{h(output_source)}</p><pre id="output">{h_lines(output)}</pre>')
-    refresh = REFRESH_DETAIL if run.shown_status(now) == "running" else None
+    refresh = REFRESH_DETAIL if run.shown_status(now) == Status.RUNNING else None
     return document(f"{run.job} run {run.run_id}", root, "".join(parts), refresh, site)
 
 

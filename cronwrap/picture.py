@@ -7,17 +7,16 @@ from __future__ import annotations
 from datetime import datetime
 
 from cronwrap.durations import format_duration
-from cronwrap.ledger import base
-from cronwrap.ledger.base import Run
+from cronwrap.model import Run, Status
 from cronwrap.record import Record
 
 
-MARKS = {base.SUCCEEDED: ("✓", "green"), base.WARNING: ("!", "yellow"),
-         base.FAILED: ("✗", "red"),
-         base.TIMEOUT: ("T", "magenta"), base.KILLED: ("K", "red"),
-         base.SKIPPED: ("·", "dim"), base.MISSED: ("○", "yellow"),
-         base.RUNNING: ("▶", "cyan"), base.ABANDONED: ("?", "yellow")}
-WORDS = {base.SUCCEEDED: "ok"}
+MARKS = {Status.SUCCEEDED: ("✓", "green"), Status.WARNING: ("!", "yellow"),
+         Status.FAILED: ("✗", "red"),
+         Status.TIMEOUT: ("T", "magenta"), Status.KILLED: ("K", "red"),
+         Status.SKIPPED: ("·", "dim"), Status.MISSED: ("○", "yellow"),
+         Status.RUNNING: ("▶", "cyan"), Status.ABANDONED: ("?", "yellow")}
+WORDS = {Status.SUCCEEDED: "ok"}
 BARS = "▁▂▃▄▅▆▇█"
 
 
@@ -82,7 +81,7 @@ def _legend(shown: list[str], durations: list[float | None],
             start = len("  ".join(parts)) + 2
             exits = sorted({c for s, c in zip(shown, codes) if s == status and c is not None})
             exit_text = f" (exit {', '.join(map(str, exits))})" if exits and status in \
-                (base.WARNING, base.FAILED, base.TIMEOUT, base.KILLED) else ""
+                (Status.WARNING, Status.FAILED, Status.TIMEOUT, Status.KILLED) else ""
             parts.append(f"{mark} {n} {WORDS.get(status, status)}{exit_text}")
             spans.append((2, start, start + len(mark), style))
     known = [d for d in durations if d is not None]

@@ -7,7 +7,7 @@ the ledger knows come in as arguments, so that tests/unit/test_policy.py can try
 
 from __future__ import annotations
 
-from cronwrap.ledger.base import Reason, Status
+from cronwrap.model import BAD_STATUSES, Reason, Status
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from random import Random
     from typing import Protocol
 
-    from cronwrap.ledger.base import Run
+    from cronwrap.model import Run
     from cronwrap.spec import JobSpec
 
     class Outcome(Protocol):
@@ -28,8 +28,6 @@ if TYPE_CHECKING:
         spawn_error: str | None
         stop_reason: str | None
         duration: float
-
-BAD = (Status.FAILED, Status.TIMEOUT, Status.KILLED)
 
 
 def ended_as(outcome: Outcome, lease_lost: bool, success: Set[int] = frozenset({0}),
@@ -85,7 +83,7 @@ def failure_streak(runs: Iterable[Run]) -> int:
     is passed over, so that a recovery sees the streak it ends. Warnings, like skips, neither
     count nor end a streak: --alert-after counts failures, and a job that fails and warns by
     turns has not recovered."""
-    finished = [r for r in runs if r.status in (Status.SUCCEEDED, *BAD)]
+    finished = [r for r in runs if r.status in (Status.SUCCEEDED, *BAD_STATUSES)]
     if finished and finished[0].status == Status.SUCCEEDED:
         finished = finished[1:]
     streak = 0

@@ -1,10 +1,12 @@
 """What must never be shown: secrets in what cronwrap prints, logs, stores or sends.
 
 Two tools, pure (no I/O, no clock, no signals): ``url`` hides a URL's password (the ledger's
-label, pings); ``Redactor`` takes secrets out of a job's output before anything of it is stored
-or sent — the captured file, the ledger's error tail, hooks' ``CRONWRAP_OUTPUT_TAIL``, pings'
-bodies — by the stream, so that a secret split across two reads is still caught. What is
-found is replaced by ``***`` and the text around it is kept: ``postgresql://app:***@db/x``.
+label, pings), beside the one reading of a URL's user info and host that sending a ping
+(``split_userinfo``) and checking ``--ping`` (``parse_ping_url``) share; ``Redactor`` takes
+secrets out of a job's output before anything of it is stored or sent — the captured file, the
+ledger's error tail, hooks' ``CRONWRAP_OUTPUT_TAIL``, pings' bodies — by the stream, so that a
+secret split across two reads is still caught. What is found is replaced by ``***`` and the
+text around it is kept: ``postgresql://app:***@db/x``.
 
 Found: the values of the job's environment variables whose names say secret (``secret_values``),
 passwords in URLs, ``password=``/``pwd=``-style assignments (a quoted value to its closing
@@ -34,6 +36,7 @@ the CPU they take, line by line and in all.
 
 from __future__ import annotations
 
+from cronwrap.errors import UsageError
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -66,6 +69,54 @@ def url(text: str) -> str:
     if not sep or "@" not in rest:
         return text
     return f"{scheme}://***@{rest.rpartition('@')[2]}"
+
+
+def parse_ping_url(text: str, label: str = "--ping") -> str:
+    """An http:// or https:// URL with a host[:port] (spec.py's value-parser shape)."""
+    scheme, _userinfo, rest = split_userinfo(text)
+    if scheme.lower() in ("http://", "https://") and _host_port(rest[:_authority_end(rest)]) \
+            and text.isprintable() and " " not in text:
+        return text
+    raise UsageError(f"{label}: {url(text)!r} is not an http:// or https:// URL "
+                     "(example: https://hc-ping.com/YOUR-UUID)")
+
+
+def split_userinfo(url: str) -> tuple[str, str | None, str]:
+    """``(scheme://, user info or None, the rest)``, for sending a URL.
+
+    RFC 3986 ends the authority at the first ``/``, ``?`` or ``#``, and a user info before it
+    at its last ``@``. When that authority is no host[:port] (``ops:pw/x``, a password with a
+    raw ``/``), the user info runs to the URL's last ``@`` instead, as ``url`` hides it.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return "", None, url
+    authority = rest[:_authority_end(rest)]
+    if "@" in authority:
+        at = authority.rfind("@")
+    elif "@" in rest and not _host_port(authority):
+        at = rest.rfind("@")
+    else:
+        return scheme + sep, None, rest
+    return scheme + sep, rest[:at], rest[at + 1:]
+
+
+def _authority_end(rest: str) -> int:
+    """Where RFC 3986 ends the authority of ``rest`` (a URL after ``://``)."""
+    return min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+
+
+def _host_port(authority: str) -> bool:
+    """``host``, ``host:port`` or ``[v6]:port``; a port, if any, is a number."""
+    if authority.startswith("["):
+        host, close, port = authority[1:].partition("]")
+        if not close or port[:1] not in ("", ":"):
+            return False
+        port = port[1:]
+    else:
+        host, _, port = authority.partition(":")
+    return bool(host) and not any(c in host for c in "@[]") and \
+        (not port or (port.isascii() and port.isdigit() and int(port) <= 65535))
 
 
 MARK = b"***"

@@ -12,14 +12,15 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from cronwrap.durations import format_duration
-from cronwrap.ledger import base
-from cronwrap.ledger.base import JobSummary, Run, iso
-from cronwrap.record import Record
+from cronwrap.model import BAD_STATUSES, DONE_STATUSES, JobSummary, Run, Status, iso
+from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.table import Cell, Screen, render_table, render_text
 from cronwrap.textsafe import safe_text
 
+if TYPE_CHECKING:
+    from cronwrap.ledger import base
+
 OK, WARNING, CRITICAL = "ok", "warning", "critical"
-BAD_STATUSES = (base.FAILED, base.TIMEOUT, base.KILLED)
 
 
 class JobReport(Record):
@@ -59,14 +60,14 @@ def assess(summary: JobSummary, now: datetime, missed: int = 0, late: int = 0,
     shown = last.shown_status(now)
     if shown in BAD_STATUSES:
         return CRITICAL, f"last run {shown}"
-    if shown == base.WARNING:
+    if shown == Status.WARNING:
         return WARNING, f"last run warning ({warning_detail(last)})"
     if slow:
         return WARNING, slow
     if last.skew_ms is not None and abs(last.skew_ms) > LATE_GRACE.total_seconds() * 1000:
         return WARNING, (f"host {last.host} fired {abs(last.skew_ms) / 1000:.0f}s "
                          f"{'after' if last.skew_ms > 0 else 'before'} the slot: check its clock")
-    abandoned = [r for r in summary.running if r.shown_status(now) == base.ABANDONED]
+    abandoned = [r for r in summary.running if r.shown_status(now) == Status.ABANDONED]
     if abandoned:
         return WARNING, f"run {abandoned[-1].run_id} abandoned (its runner is gone)"
     return OK, f"last run {shown}"
@@ -86,7 +87,7 @@ def job_reports(ledger: base.Ledger, since: datetime, names: list[str] | None,
         if key not in known:
             known[key] = schedule_state(summary, now)
         next_due, late = known[key]
-        missed = summary.counts.get(base.MISSED, 0) + late
+        missed = summary.counts.get(Status.MISSED, 0) + late
         slow = slow_note(summary, ledger)
         health, why = assess(summary, now, missed, late, slow)
         reports.append(JobReport(summary=summary, health=health, why=why, now=now,
@@ -124,10 +125,10 @@ def slow_note(summary: JobSummary, ledger: base.Ledger) -> str | None:
     Only jobs with a factor cost a query."""
     factor, last = slow_factor(summary), summary.last_run
     if factor is None or last is None or last.duration_ms is None \
-            or last.status not in base.DONE_STATUSES:
+            or last.status not in DONE_STATUSES:
         return None
     earlier = [r.duration_ms / 1000 for r in ledger.runs(summary.job, P95_RUNS + 1)
-               if r.run_id != last.run_id and r.status == base.SUCCEEDED
+               if r.run_id != last.run_id and r.status == Status.SUCCEEDED
                and r.duration_ms is not None][:P95_RUNS]
     usual = p95(earlier)
     took = last.duration_ms / 1000
@@ -194,10 +195,10 @@ def duration_text(run: Run | None) -> str:
     return format_duration(run.duration_ms / 1000)
 
 
-_COLOURS = {base.SUCCEEDED: "green", base.WARNING: "yellow", base.FAILED: "red",
-            base.TIMEOUT: "magenta",
-            base.KILLED: "red", base.SKIPPED: "dim", base.MISSED: "yellow",
-            base.RUNNING: "cyan", base.ABANDONED: "yellow"}
+_COLOURS = {Status.SUCCEEDED: "green", Status.WARNING: "yellow", Status.FAILED: "red",
+            Status.TIMEOUT: "magenta",
+            Status.KILLED: "red", Status.SKIPPED: "dim", Status.MISSED: "yellow",
+            Status.RUNNING: "cyan", Status.ABANDONED: "yellow"}
 _HEALTH = {OK: "green", WARNING: "yellow", CRITICAL: "bold red"}
 
 
@@ -288,7 +289,7 @@ def usual_p95(ledger: base.Ledger, reports: list[JobReport]) -> dict[str, float]
         if not rep.live:
             continue
         durations = sorted(r.duration_ms / 1000 for r in ledger.runs(rep.summary.job, 50)
-                           if r.status == base.SUCCEEDED and r.duration_ms is not None)
+                           if r.status == Status.SUCCEEDED and r.duration_ms is not None)
         if len(durations) >= 5:
             p95[rep.summary.job] = durations[min(len(durations) - 1, int(0.95 * len(durations)))]
     return p95

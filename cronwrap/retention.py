@@ -25,13 +25,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from cronwrap.errors import PathError
-from cronwrap.ledger import base
 from cronwrap.paths import check_dir, file_name
 from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.runlog import EVENTS_FILE, prune_event_logs, prune_outputs
 
 if TYPE_CHECKING:
     from typing import Callable, Container, Iterable
+
+    from cronwrap.ledger import base
 
     # directory -> job -> names of removed rows' output files there
     OwnDirs = dict[str, dict[str, set[str]]]

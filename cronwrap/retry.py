@@ -9,16 +9,17 @@ the schedule: the next firing is the better retry.
 from __future__ import annotations
 
 from cronwrap.errors import UsageError
+from cronwrap.model import Status
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import random
     from datetime import datetime
 
-TIMEOUT = "timeout"  # the member of a retry-on set that stands for "the run timed out"
+TIMEOUT = Status.TIMEOUT.value  # the member of a retry-on set that stands for "the run timed out"
 EX_TEMPFAIL = 75  # sysexits.h: "temporary failure, try again later"
 DEFAULT_RETRY_ON: frozenset[int | str] = frozenset({EX_TEMPFAIL})
-RETRYABLE_STATUSES = ("failed", "timeout")  # never killed: a signal from outside, or a lost lease
+RETRYABLE_STATUSES = (Status.FAILED, Status.TIMEOUT)  # never killed: a signal from outside, or a lost lease
 _MAX_DOUBLINGS = 60  # 2**60 × any sane base is beyond any cap; keeps the float finite
 
 
@@ -56,7 +57,7 @@ def should_retry(status: str, exit_code: int | None, retry_on: frozenset[int | s
     invocations); ``first_attempt``: the attempt number this invocation started with, so
     ``attempt - first_attempt`` retries were already spent here, out of ``retries``.
     ``max_attempts``: the per-slot cap across invocations, None for none."""
-    if status == TIMEOUT:
+    if status == Status.TIMEOUT:
         transient = TIMEOUT in retry_on
     else:
         transient = status in RETRYABLE_STATUSES and exit_code in retry_on

@@ -20,7 +20,8 @@ def run_command(args: list[str]) -> int:
     if given is None:
         return 0  # --help was printed
     values, labels = with_config(given, command)
-    spec = build_spec(command, values, os.environ, lambda: os.uname().nodename, labels, warn)
+    spec = build_spec(command, values, os.environ, lambda: os.uname().nodename, labels,
+                      warn=warn)
     if spec.dry_run:
         from cronwrap import dryrun as runner
     else:

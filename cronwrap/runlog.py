@@ -16,7 +16,6 @@ import fcntl
 import json
 import os
 import time
-from enum import StrEnum
 from pathlib import Path
 
 from cronwrap.errors import CronwrapError
@@ -28,58 +27,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
+    from cronwrap.model import Event
     from cronwrap.redact import Redactor, Stream
 
-class Event(StrEnum):
-    """The run log's events; EVENT_MEANINGS says what each records (the docs read it)."""
-
-    START = "start"
-    FINISH = "finish"
-    TIMEOUT = "timeout"
-    SKIP = "skip"
-    MISSED = "missed"
-    CATCHUP = "catchup"
-    RETRY = "retry"
-    RETRY_SKIPPED = "retry_skipped"
-    HOOK = "hook"
-    PING_FAILED = "ping_failed"
-    REPLACE = "replace"
-    STALE_LOCK = "stale_lock"
-    LEASE_LOST = "lease_lost"
-    SPOOLED = "spooled"
-    UNRECORDED = "unrecorded"
-    OUTBOX_DELIVERED = "outbox_delivered"
-    OUTBOX_QUARANTINED = "outbox_quarantined"
-    LEDGER_UNREACHABLE = "ledger_unreachable"
-    WARNING = "warning"
-
-
-EVENT_MEANINGS = {
-    Event.START: "a run claimed its slot and its job was spawned (`fence`, `took_over`, "
-                 "`recorded`)",
-    Event.FINISH: "the run ended (`status`, `exit_code`, `duration_ms`, `signal`, `orphans`, "
-                  "`forwarded`, `output_bytes`, `output_dropped`, `passthrough_error`, the "
-                  "wrapper's own CPU and memory)",
-    Event.TIMEOUT: "as `finish`, for a run that reached `--timeout`",
-    Event.SKIP: "nothing ran for a slot (`skip_reason`: `overlap`, `duplicate`, `too_late`; the "
-                "run in the way)",
-    Event.MISSED: "catch-up recorded a slot that never ran",
-    Event.CATCHUP: "a missed slot is about to run",
-    Event.RETRY: "a failed attempt is retried after `delay_s`",
-    Event.RETRY_SKIPPED: "no retry: it would run past the next slot",
-    Event.HOOK: "a hook ran (`hook`, `exit_code`, `timed_out`, `alert`)",
-    Event.PING_FAILED: "a ping could not be sent",
-    Event.REPLACE: "`--overlap replace` is ending the run that holds the lock",
-    Event.STALE_LOCK: "a PID lock whose holder was gone was taken over",
-    Event.LEASE_LOST: "the slot was taken over: this runner's record was not written",
-    Event.SPOOLED: "the end of a run could not be recorded and waits in the outbox",
-    Event.UNRECORDED: "the end of a run could be neither recorded nor spooled",
-    Event.OUTBOX_DELIVERED: "a result from the outbox was recorded",
-    Event.OUTBOX_QUARANTINED: "an outbox entry that is not a result was moved to outbox/bad/",
-    Event.LEDGER_UNREACHABLE: "the ledger could not be reached; the job ran unrecorded",
-    Event.WARNING: "something a person should check (a host clock far off a slot; a run that "
-                   "succeeded faster than `--min-duration`, `skip_reason` `too_fast`)",
-}
 EVENT_FIELDS = ("ts", "event", "job", "host", "pid", "run_id", "run_key", "attempt", "trigger",
                 "scheduled_at", "status", "skip_reason", "exit_code", "duration_ms")
 

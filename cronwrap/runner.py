@@ -20,12 +20,11 @@ from cronwrap.errors import LedgerError
 from cronwrap.firing import (FiringPlan, Timing, history_since, is_manual,
                              needs_recorded_schedule, plan_firing, resolve_timing)
 from cronwrap.invocation import Invocation, LocalLock, World
-from cronwrap.ledger import base
 from cronwrap.ledger.url import open_ledger
-from cronwrap.ledger.base import Claim, JobInfo, Reason, Run, SlotRun, Status, Trigger
+from cronwrap.model import (DONE_STATUSES, Claim, Event, JobInfo, Mark, Reason, Run, SlotRun,
+                            Status, Trigger, iso)
 from cronwrap.paths import check_parent, ensure_private_dir
 from cronwrap.record import TYPE_CHECKING
-from cronwrap.runlog import Event
 from cronwrap.spec import JobSpec
 from cronwrap.stdio import warn
 
@@ -36,7 +35,7 @@ if TYPE_CHECKING:
     from cronwrap.hooks import HookResult
     from cronwrap.invocation import Supervising
     from cronwrap.keeper import JobProcess, SuperviseSpec
-    from cronwrap.ledger.base import Mark
+    from cronwrap.ledger import base
     from cronwrap.stdio import Passthrough
 
 WAIT_POLL = 1.0
@@ -191,7 +190,7 @@ def announce(inv: Invocation, ledger: base.Ledger | None, plan: FiringPlan) -> N
             warn(f"{inv.spec.name}: {warning}")
     for slot in plan.slots:
         if slot.trigger == Trigger.CATCHUP:
-            inv.event(Event.CATCHUP, run_key=slot.run_key, scheduled_at=base.iso(slot.scheduled_at))
+            inv.event(Event.CATCHUP, run_key=slot.run_key, scheduled_at=iso(slot.scheduled_at))
     if plan.marks and ledger is not None:
         record_marks(inv, ledger, plan.marks)
 
@@ -201,7 +200,7 @@ def record_marks(inv: Invocation, ledger: base.Ledger, marks: Sequence[Mark]) ->
     once_more(ledger.record_marks, req, marks)
     for m in marks:
         inv.event(Event.MISSED if m.status == Status.MISSED else Event.SKIP, run_key=m.run_key,
-                  scheduled_at=base.iso(m.scheduled_at), status=m.status, skip_reason=m.reason)
+                  scheduled_at=iso(m.scheduled_at), status=m.status, skip_reason=m.reason)
 
 
 def run_slot(inv: Invocation, ledger: base.Ledger | None, slot: SlotRun,
@@ -221,7 +220,7 @@ def run_slot(inv: Invocation, ledger: base.Ledger | None, slot: SlotRun,
             break  # the slot was taken in the meantime (another host retried it)
         attempt = again
     after_slot(inv, ledger, attempt)
-    return attempt.exit_status, attempt.result.status not in base.DONE_STATUSES
+    return attempt.exit_status, attempt.result.status not in DONE_STATUSES
 
 
 def retry_delay(inv: Invocation, attempt: Attempt, first: int) -> float | None:
@@ -239,7 +238,7 @@ def retry_delay(inv: Invocation, attempt: Attempt, first: int) -> float | None:
         inv.world.rng)
     if given_up:
         inv.event(Event.RETRY_SKIPPED, run=attempt.run, reason=given_up,
-                  next_slot=base.iso(next_slot))
+                  next_slot=iso(next_slot))
     return delay
 
 

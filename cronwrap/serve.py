@@ -39,11 +39,13 @@ from cronwrap import pages
 from cronwrap.commands import default
 from cronwrap.durations import parse_duration
 from cronwrap.errors import CronwrapError, PathError, UsageError
-from cronwrap.ledger import base
+from cronwrap.model import JobSummary, Run, Status
 from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
+
+    from cronwrap.ledger import base
 
 # The window of counts and missed slots: status's, its --since default.
 SINCE = timedelta(seconds=parse_duration(default("status", "since"), "--since"))
@@ -507,7 +509,7 @@ class Dashboard:
                                             self.site, root))
 
 
-def pager(shown: list[base.Run], newer: list[base.Run] | None) -> pages.Pager:
+def pager(shown: list[Run], newer: list[Run] | None) -> pages.Pager:
     """The links beside a page of runs: ``shown`` (PAGE_SIZE + 1 read, newest first) and
     ``newer``, up to PAGE_SIZE + 1 runs just above it, oldest first (None: this is the page of
     the newest runs). A page is named by the run id it starts below."""
@@ -529,20 +531,20 @@ class Strips:
     1 s on a million-run ledger, against a few milliseconds for the jobs that changed."""
 
     def __init__(self) -> None:
-        self.kept: dict[str, tuple[tuple, list[base.Run], str | None]] = {}
+        self.kept: dict[str, tuple[tuple, list[Run], str | None]] = {}
         self.lock = threading.Lock()
 
     def get(self, ledger: base.Ledger, reports: list, now: datetime) -> dict[str, str]:
         with self.lock:
             kept = dict(self.kept)
-        fresh: dict[str, tuple[tuple, list[base.Run], str | None]] = {}
+        fresh: dict[str, tuple[tuple, list[Run], str | None]] = {}
         drawn: dict[str, str] = {}
         for rep in reports:
             job, key = rep.summary.job, fingerprint(rep.summary)
             entry = kept.get(job)
             if entry is None or entry[0] != key:
                 runs = ledger.runs(job, pages.STRIP, now - SINCE)  # status NAME's window
-                settled = all(r.status != base.RUNNING for r in runs)  # drawn the same later
+                settled = all(r.status != Status.RUNNING for r in runs)  # drawn the same later
                 entry = (key, runs, pages.strip_html(runs, now) if settled else None)
             fresh[job] = entry
             drawn[job] = entry[2] if entry[2] is not None else pages.strip_html(entry[1], now)
@@ -551,7 +553,7 @@ class Strips:
         return drawn
 
 
-def fingerprint(s: base.JobSummary) -> tuple:
+def fingerprint(s: JobSummary) -> tuple:
     """What changes when any run of the job is added or changes (its status, its lease)."""
     last = s.last_run
     return (s.last_seen, s.last_slot, s.last_success_at, tuple(sorted(s.counts.items())),
@@ -576,7 +578,7 @@ def explain(rep, now: datetime):
         return None, ""
 
 
-def run_events(run: base.Run, log_dirs: list[Path]) -> list[dict]:
+def run_events(run: Run, log_dirs: list[Path]) -> list[dict]:
     """The run's events in this host's run logs (the log directories ``logs`` reads)."""
     from cronwrap.runlog import read_events
 
@@ -591,7 +593,7 @@ def run_events(run: base.Run, log_dirs: list[Path]) -> list[dict]:
     return found
 
 
-def captured_output(run: base.Run, log_dirs: list[Path]) -> tuple[str | None, str]:
+def captured_output(run: Run, log_dirs: list[Path]) -> tuple[str | None, str]:
     """The end of the run's output file (read as ``logs`` reads it: below a trusted log
     directory, no symlink), else the ledger's tail of it."""
     from cronwrap.logview import open_below

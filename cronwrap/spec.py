@@ -4,8 +4,8 @@ The option table below drives the lean ``run`` parser in cli.py, ``cronwrap run 
 man page and the documentation test: a new option is added here and nowhere else. Every option
 can also come from the environment as ``CRONWRAP_<NAME>`` (``--kill-after`` →
 ``CRONWRAP_KILL_AFTER``). Precedence: command line > environment > built-in default.
-No I/O here except reading an ``--env-file``, and the note ``build_spec`` gives (on stderr
-unless told otherwise) when a time limit is too large to keep.
+No I/O here except reading an ``--env-file``: the note ``build_spec`` gives when a time limit
+is too large to keep goes to the ``warn`` its caller passes.
 """
 
 from __future__ import annotations
@@ -240,7 +240,7 @@ def command_text(text: str, label: str) -> str:
 
 
 def ping_url(text: str, label: str) -> str:
-    from cronwrap.hooks import parse_ping_url
+    from cronwrap.redact import parse_ping_url
 
     return parse_ping_url(text, label)
 
@@ -505,15 +505,9 @@ class JobSpec(Record):
         return super().__repr__().split(", env_extra=")[0] + ")"
 
 
-def _to_stderr(note: str) -> None:
-    from cronwrap.stdio import warn
-
-    warn(note)
-
-
 def build_spec(command: list[str], given: Mapping[str, str | bool], environ: Mapping[str, str],
-               default_host: Callable[[], str], labels: Mapping[str, str] | None = None,
-               warn: Callable[[str], None] = _to_stderr) -> JobSpec:
+               default_host: Callable[[], str], labels: Mapping[str, str] | None = None, *,
+               warn: Callable[[str], None]) -> JobSpec:
     """Merge given values (by option name: the command line, or config.merge's result, with
     ``labels`` naming where each came from) over ``CRONWRAP_*`` variables. ``warn`` gets one
     line for each time limit too large to keep, which runs as none."""

@@ -26,7 +26,7 @@ from cronwrap import runner
 from cronwrap.hooks import HookResult
 from cronwrap.invocation import LocalLock, World
 from cronwrap.keeper import JobProcess, Outcome, SuperviseSpec
-from cronwrap.ledger.base import Run
+from cronwrap.model import Run
 from cronwrap.ledger.sqlite import SqliteLedger
 from cronwrap.spec import build_spec
 from cronwrap.stdio import Passthrough
@@ -75,6 +75,7 @@ class MemoryWorld:
         self.sleeps: list[float] = []
         self.hooks: list[tuple[str, str | None]] = []
         self.envs: list[dict[str, str]] = []
+        self.notes: list[str] = []  # what build_spec would have printed
         self.ledger = MemoryLedger(lambda: self.now)
         self.seed = seed
 
@@ -103,7 +104,8 @@ class MemoryWorld:
         while args:
             name = args.pop(0).removeprefix("--")
             given[name] = True if not args or args[0].startswith("--") else args.pop(0)
-        spec = build_spec(list(command), {"name": job, **given}, environ, lambda: "h")
+        spec = build_spec(list(command), {"name": job, **given}, environ, lambda: "h",
+                          warn=self.notes.append)
         return runner.run(spec, environ, world=self.world())
 
     def runs(self, job: str = "j") -> list[Run]:

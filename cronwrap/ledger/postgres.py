@@ -24,8 +24,8 @@ from psycopg.rows import dict_row
 from cronwrap.errors import LedgerError
 from cronwrap.redact import url as redact_url
 from cronwrap.ledger import sql
-from cronwrap.ledger.base import Claim, ClaimRequest, Finish, Run
 from cronwrap.ledger.sqlcore import SqlLedger
+from cronwrap.model import Claim, ClaimRequest, Finish, Run
 
 # pg_advisory_xact_lock key for schema creation: the bytes of "cronwrap" as a bigint. Advisory
 # locks are per database, so two ledgers on one cluster never wait for each other.
@@ -340,19 +340,22 @@ class PostgresLedger(SqlLedger):
                 "UPDATE cronwrap_meta SET value = 'N' WHERE key = 'schema_version' (this "
                 f"cronwrap's is {self.schema_version})")
 
-    def migrate(self, found: int | None = -1) -> int:
+    def migrate(self, found: int | None = -1, functions: bool = False) -> int:
         """Bring the schema to ``schema_version``; returns the version found before
         (``found``: the version just read, when the caller has read it).
 
         The usual case is one short read that finds the schema current. Otherwise the
         migrations run in one transaction under an advisory lock, so many hosts starting at
         once create the schema once, and a waiter re-reads the version its predecessor wrote.
+        The functions (postgres.sql's ``*_function`` blocks) are created again at the end of
+        that transaction whenever a migration ran, or when ``functions`` asks (``db init``):
+        the one copy of each, as this cronwrap has it.
         """
         if found == -1:
             found = self._current_version()
         if found is not None:
             self.check_version(found, self.label)
-            if found == self.schema_version:
+            if found == self.schema_version and not functions:
                 return found
         with self._tx() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
@@ -363,7 +366,13 @@ class PostgresLedger(SqlLedger):
             for number in range(version + 1, self.schema_version + 1):
                 cur.execute(self.q[f"migration_{number}"])
                 self._exec(cur, "set_schema_version", version=str(number))
+            if functions or version < self.schema_version:
+                for name in sql.functions(self.q):
+                    cur.execute(self.q[name])
         return found or 0
+
+    def init_schema(self) -> None:
+        self.migrate(functions=True)
 
     def _current_version(self) -> int | None:
         """The recorded schema version (one statement); None when there is no schema yet."""
@@ -410,8 +419,8 @@ class PostgresLedger(SqlLedger):
         return None if self.clock is None else datetime.fromtimestamp(self.clock(), timezone.utc)
 
     def claim(self, req: ClaimRequest) -> Claim:
-        """ARCHITECTURE.md §3's claim as one call of cronwrap_claim() (migrations 3, 4), the
-        same protocol as SqlLedger.claim. A live run of this very runner in the way comes back as 'check'
+        """ARCHITECTURE.md §3's claim as one call of cronwrap_claim() (postgres.sql's
+        claim_function), the same protocol as SqlLedger.claim. A live run of this very runner in the way comes back as 'check'
         first: its PID is looked up here, and the function is called once more saying which
         of them are gone."""
         gone: list[int] = []

@@ -7,21 +7,23 @@ the conversion of times; this class holds the logic, as procrastinate's JobManag
 from __future__ import annotations
 
 import threading
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from contextlib import contextmanager
 from datetime import datetime
+
+from cronwrap.ledger.base import Ledger
+from cronwrap.model import (DONE_STATUSES, Claim, ClaimRequest, Finish, JobInfo, JobSummary,
+                            Reason, Run, Status, Trigger)
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any, Iterator
 
-    from cronwrap.ledger.base import Mark
-
-from cronwrap.ledger import base
-from cronwrap.ledger.base import Claim, ClaimRequest, Finish, JobInfo, JobSummary, Run
+    from cronwrap.model import Mark
 
 _TIME_COLUMNS = ("scheduled_at", "locked_until", "started_at", "finished_at")
+NO_RUN_ID = 2**62  # above every run id: "before" it is every run
 
 
 def _version_number(value: object) -> int | None:
@@ -37,20 +39,21 @@ def _version_number(value: object) -> int | None:
 
 def decide(row: Run, req: ClaimRequest, now: datetime) -> str | None:
     """None when ``row`` may be claimed by ``req``, else the skip reason."""
-    if row.status == base.RUNNING:
+    if row.status == Status.RUNNING:
         expired = row.locked_until is None or row.locked_until <= now
-        return None if expired else base.DUPLICATE  # never steal a live lease, even with --force
-    if row.status in (base.SKIPPED, base.MISSED, "pending") or req.force:
+        return None if expired else Reason.DUPLICATE  # never steal a live lease, even with --force
+    if row.status in (Status.SKIPPED, Status.MISSED, Status.PENDING) or req.force:
         return None
-    if row.status in base.DONE_STATUSES:
-        return base.DUPLICATE
-    if req.trigger == "manual" or row.attempt < req.max_attempts:
+    if row.status in DONE_STATUSES:
+        return Reason.DUPLICATE
+    if req.trigger == Trigger.MANUAL or row.attempt < req.max_attempts:
         return None
-    return base.DUPLICATE
+    return Reason.DUPLICATE
 
 
-class SqlLedger(ABC):
-    """Implements ``base.Ledger``; subclasses provide the dialect hooks at the bottom."""
+class SqlLedger(Ledger):
+    """The ``Ledger`` over named SQL blocks; subclasses provide ``close`` and the dialect
+    hooks at the bottom."""
 
     def __init__(self, queries: dict[str, str]) -> None:
         self.q = queries
@@ -91,12 +94,12 @@ class SqlLedger(ABC):
             live = self._live_runs(cur, req, now)
             others = [r for r in live if r.run_key != req.run_key]
             if req.overlap_skip and others:
-                return self._insert_skip(cur, req, base.OVERLAP, now, blocking=others[0])
-            row, new = self._insert_or_get(cur, req, "pending", None, now)
+                return self._insert_skip(cur, req, Reason.OVERLAP, now, blocking=others[0])
+            row, new = self._insert_or_get(cur, req, Status.PENDING, None, now)
             reason = None if new else decide(row, req, self._from_db(now))
             if reason:
                 return Claim(run=None, skip_reason=reason, blocking=row)
-            took_over = row.status == base.RUNNING
+            took_over = row.status == Status.RUNNING
             fence = self._one(cur, "next_fence", job=req.job.name)["fence"]
             claimed = self._one(
                 cur, "claim_run", id=row.run_id, trigger=req.trigger, host=req.host,
@@ -107,23 +110,21 @@ class SqlLedger(ABC):
             return Claim(run=self._run(claimed), took_over=took_over)
 
     def preview(self, req: ClaimRequest) -> Claim:
-        """What ``claim(req)`` would answer now, read only (``--dry-run``): no run; the skip
-        reason (None: it would claim) and the row in the way or the row it would take."""
         with self._tx(write=False) as cur:
             now = self._db_now(cur)
             live = self._live_runs(cur, req, now, expire=False)
             others = [r for r in live if r.run_key != req.run_key]
             if req.overlap_skip and others:
-                return Claim(run=None, skip_reason=base.OVERLAP, blocking=others[0])
+                return Claim(run=None, skip_reason=Reason.OVERLAP, blocking=others[0])
             found = self._one(cur, "run_by_key", job=req.job.name, run_key=req.run_key)
         if found is None:
             return Claim(run=None)
         row = self._run(found)
-        if row.status == base.RUNNING and all(r.run_id != row.run_id for r in live):
+        if row.status == Status.RUNNING and all(r.run_id != row.run_id for r in live):
             row = row.replace(locked_until=self._from_db(now))  # the claim would expire it
         reason = decide(row, req, self._from_db(now))
         return Claim(run=None, skip_reason=reason, blocking=row,
-                     took_over=reason is None and row.status == base.RUNNING)
+                     took_over=reason is None and row.status == Status.RUNNING)
 
     def record_skip(self, req: ClaimRequest, reason: str) -> Claim:
         with self._tx() as cur:
@@ -132,8 +133,6 @@ class SqlLedger(ABC):
             return self._insert_skip(cur, req, reason, now, blocking=None)
 
     def slot_history(self, job: str, since: datetime) -> tuple[datetime | None, set[str]]:
-        """The newest scheduled slot the ledger has seen for ``job`` (None: none yet), and its
-        run keys of slots since ``since``."""
         with self._tx(write=False) as cur:
             row = self._one(cur, "job_by_name", job=job)
             if row is None or row["last_slot"] is None:
@@ -151,8 +150,6 @@ class SqlLedger(ABC):
                        row["settings"])
 
     def record_marks(self, req: ClaimRequest, marks: Sequence[Mark]) -> int:
-        """Record slots that will not run, unless the slot already has a row. Returns how
-        many were recorded."""
         recorded = 0
         with self._tx() as cur:
             now = self._db_now(cur)
@@ -160,7 +157,7 @@ class SqlLedger(ABC):
             for mark in marks:
                 recorded += self._one(
                     cur, "insert_run", job=req.job.name, run_key=mark.run_key,
-                    scheduled_at=self._to_db(mark.scheduled_at), trigger="schedule",
+                    scheduled_at=self._to_db(mark.scheduled_at), trigger=Trigger.SCHEDULE,
                     status=mark.status, skip_reason=mark.reason, host=req.host,
                     now=now) is not None
         return recorded
@@ -192,7 +189,7 @@ class SqlLedger(ABC):
                 rows = self._all(cur, "runs_of_job", job=job, since=self._to_db(since), limit=limit)
             else:
                 rows = self._all(cur, "runs_before", job=job, limit=limit,
-                                 before=base.NO_RUN_ID if before is None else before)
+                                 before=NO_RUN_ID if before is None else before)
         return [self._run(r) for r in rows]
 
     def runs_after(self, job: str, after: int, limit: int) -> list[Run]:
@@ -232,8 +229,7 @@ class SqlLedger(ABC):
         return [self._run(r) for r in rows]
 
     def idle(self) -> None:
-        """Hold nothing between operations from now on (PostgreSQL: no connection while the
-        job runs); an embedded ledger has nothing to give back."""
+        """An embedded ledger has nothing to give back (PostgresLedger has a connection)."""
 
     def now(self) -> datetime:
         with self._tx(write=False) as cur:
@@ -250,7 +246,7 @@ class SqlLedger(ABC):
     def _upsert_job(self, cur: Any, req: ClaimRequest, now: Any,
                     last_slot: datetime | None = None) -> None:
         job = req.job
-        if req.trigger == "manual":  # a manual run is not the schedule: what cron recorded stays
+        if req.trigger == Trigger.MANUAL:  # a manual run is not the schedule: what cron recorded stays
             self._exec(cur, "touch_job", job=job.name, schedule=job.schedule, tz=job.tz,
                        key_template=job.key_template, settings=job.settings, now=now)
             return
@@ -285,10 +281,10 @@ class SqlLedger(ABC):
 
     def _insert_skip(self, cur: Any, req: ClaimRequest, reason: str, now: Any,
                      blocking: Run | None) -> Claim:
-        row, new = self._insert_or_get(cur, req, base.SKIPPED, reason, now)
+        row, new = self._insert_or_get(cur, req, Status.SKIPPED, reason, now)
         if new:
             return Claim(run=None, skip_reason=reason, blocking=blocking)
-        return Claim(run=None, skip_reason=base.DUPLICATE if blocking is None else reason,
+        return Claim(run=None, skip_reason=Reason.DUPLICATE if blocking is None else reason,
                      blocking=blocking or row)
 
     def _summary(self, job: dict, last: Run | None, running: list[Run],

@@ -127,6 +127,9 @@ class SqliteLedger(SqlLedger):
                         self.conn.execute(statement)
             self.conn.execute(f"PRAGMA user_version = {self.schema_version}")
 
+    def init_schema(self) -> None:
+        self._migrate()  # the open migrated already, unless another process has since
+
     @contextmanager
     def _transaction(self, write: bool) -> Iterator[Any]:
         try:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cronwrap.ledger.base import ClaimRequest, Finish, JobInfo, Mark
+from cronwrap.model import ClaimRequest, Finish, JobInfo, Mark
 from cronwrap.ledger.sqlite import SqliteLedger
 
 SCRIPT_NAME = "<script>alert(1)</script>"

@@ -155,7 +155,7 @@ def test_outcome_values_are_checked(cw, args, words):
 
 
 def test_a_warning_slot_is_done_on_postgresql_too(cw, pg_dsn):
-    """cronwrap_claim() of migration 4: the server-side claim knows a warning is done."""
+    """cronwrap_claim() (since schema version 4): the server-side claim knows a warning is done."""
     args = ("-n", "w", "--schedule", "@daily", "--at", "2026-05-01T00:00", "--db", pg_dsn)
     assert cw("run", *args, "--warning-exit", "1", "--", "sh", "-c", "exit 1").returncode == 1
     again = cw("run", *args, "--max-attempts", "3", "--", "true")

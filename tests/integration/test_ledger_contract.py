@@ -7,8 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from cronwrap.ledger import base
-from cronwrap.ledger.base import ClaimRequest, Finish, JobInfo, Mark
+from cronwrap.model import ClaimRequest, Finish, JobInfo, Mark, Reason
 
 T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 _pids = itertools.count(1000)
@@ -80,14 +79,14 @@ def test_first_claim_runs_with_attempt_1_and_fence_1(ledger):
 def test_same_slot_twice_is_a_duplicate(ledger):
     first = ledger.claim(req())
     second = ledger.claim(req(host="h2"))
-    assert second.run is None and second.skip_reason == base.DUPLICATE
+    assert second.run is None and second.skip_reason == Reason.DUPLICATE
     assert second.blocking.run_id == first.run.run_id
 
 
 def test_live_run_of_another_slot_means_overlap_skip_recorded(ledger):
     running = ledger.claim(req("k1")).run
     claim = ledger.claim(req("k2"))
-    assert claim.skip_reason == base.OVERLAP and claim.blocking.run_id == running.run_id
+    assert claim.skip_reason == Reason.OVERLAP and claim.blocking.run_id == running.run_id
     row = ledger.runs("settle")[0]
     assert (row.run_key, row.status, row.skip_reason) == ("k2", "skipped", "overlap")
 
@@ -119,7 +118,7 @@ def test_heartbeat_extends_the_lease(ledger, clock):
     clock.advance(50)
     assert ledger.heartbeat(run, 60)
     clock.advance(50)  # 100 s after the claim: alive only thanks to the heartbeat
-    assert ledger.claim(req(host="h2")).skip_reason == base.DUPLICATE
+    assert ledger.claim(req(host="h2")).skip_reason == Reason.DUPLICATE
     assert not ledger.heartbeat(run.replace(fence=run.fence + 1), 60)
 
 
@@ -149,7 +148,7 @@ def test_this_hosts_dead_wrapper_is_abandoned_at_once(ledger):
 def test_another_hosts_process_is_not_judged_locally(ledger):
     ledger.claim(req("k1", host="h1"))
     claim = ledger.claim(req("k2", host="h2", is_gone=lambda pid, start: True))
-    assert claim.skip_reason == base.OVERLAP
+    assert claim.skip_reason == Reason.OVERLAP
 
 
 @pytest.mark.parametrize("other", [dict(pid_ns=PID_NS + 1),  # a container with the same name
@@ -160,9 +159,9 @@ def test_same_host_name_in_another_namespace_waits_for_the_lease(ledger, clock, 
     assert (held.boot_id, held.pid_ns) == (BOOT, PID_NS)
     everything_gone = lambda pid, start: True  # noqa: E731  (its PIDs mean nothing here)
     assert ledger.claim(req("k1", host="h1", is_gone=everything_gone, **other)).skip_reason \
-        == base.DUPLICATE
+        == Reason.DUPLICATE
     assert ledger.claim(req("k2", host="h1", is_gone=everything_gone, **other)).skip_reason \
-        == base.OVERLAP
+        == Reason.OVERLAP
     clock.advance(61)  # the lease, and only the lease, ends it
     claim = ledger.claim(req("k1", host="h1", is_gone=everything_gone, **other))
     assert claim.took_over and claim.run.fence > held.fence
@@ -184,19 +183,19 @@ def test_updates_match_the_claim_not_only_id_and_fence(ledger, change):
 def test_succeeded_slot_runs_again_only_with_force(ledger):
     run = ledger.claim(req()).run
     ledger.finish(run, done())
-    assert ledger.claim(req()).skip_reason == base.DUPLICATE
+    assert ledger.claim(req()).skip_reason == Reason.DUPLICATE
     forced = ledger.claim(req(force=True))
     assert forced.run.attempt == 2 and forced.run.fence == run.fence + 1
 
 
 def test_a_warning_slot_is_done_like_a_succeeded_one(ledger):
     """--warning-exit and --min-duration record `warning`: no retry by --max-attempts, a
-    manual run needs --force (PostgreSQL: cronwrap_claim() of migration 4)."""
+    manual run needs --force (PostgreSQL: cronwrap_claim(), since schema version 4)."""
     run = ledger.claim(req()).run
     ledger.finish(run, done("warning", 1))
-    assert ledger.claim(req(max_attempts=3)).skip_reason == base.DUPLICATE
-    assert ledger.claim(req(trigger="manual")).skip_reason == base.DUPLICATE
-    assert ledger.preview(req(trigger="manual")).skip_reason == base.DUPLICATE
+    assert ledger.claim(req(max_attempts=3)).skip_reason == Reason.DUPLICATE
+    assert ledger.claim(req(trigger="manual")).skip_reason == Reason.DUPLICATE
+    assert ledger.preview(req(trigger="manual")).skip_reason == Reason.DUPLICATE
     forced = ledger.claim(req(trigger="manual", force=True)).run
     assert forced.attempt == 2
 
@@ -204,7 +203,7 @@ def test_a_warning_slot_is_done_like_a_succeeded_one(ledger):
 def test_failed_slot_is_retryable_by_attempts_or_by_hand(ledger):
     run = ledger.claim(req()).run
     ledger.finish(run, done("failed", 1))
-    assert ledger.claim(req()).skip_reason == base.DUPLICATE
+    assert ledger.claim(req()).skip_reason == Reason.DUPLICATE
     retry = ledger.claim(req(max_attempts=3)).run
     assert retry.attempt == 2
     ledger.finish(retry, done("timeout", 124))
@@ -214,14 +213,14 @@ def test_failed_slot_is_retryable_by_attempts_or_by_hand(ledger):
 
 def test_live_lease_is_never_stolen_even_with_force(ledger):
     ledger.claim(req())
-    assert ledger.claim(req(force=True, host="h2")).skip_reason == base.DUPLICATE
+    assert ledger.claim(req(force=True, host="h2")).skip_reason == Reason.DUPLICATE
 
 
 def test_record_skip_records_a_new_slot_or_reports_the_duplicate(ledger):
-    assert ledger.record_skip(req("k1"), base.OVERLAP).skip_reason == base.OVERLAP
+    assert ledger.record_skip(req("k1"), Reason.OVERLAP).skip_reason == Reason.OVERLAP
     row = ledger.runs("settle")[0]
     assert (row.status, row.skip_reason) == ("skipped", "overlap")
-    assert ledger.record_skip(req("k1"), base.OVERLAP).skip_reason == base.DUPLICATE
+    assert ledger.record_skip(req("k1"), Reason.OVERLAP).skip_reason == Reason.DUPLICATE
 
 
 def test_fence_strictly_increases_across_slots_and_hosts(ledger, clock):
@@ -278,7 +277,7 @@ def test_runs_page_by_run_id(ledger, clock):
 def test_a_skip_is_not_the_last_run(ledger):
     run = ledger.claim(req("k1")).run
     ledger.finish(run, done("failed", 2))
-    ledger.record_skip(req("k2"), base.OVERLAP)
+    ledger.record_skip(req("k2"), Reason.OVERLAP)
     (summary,) = ledger.summaries(datetime.fromtimestamp(0, timezone.utc))
     assert summary.last_run.run_key == "k1" and summary.counts == {"failed": 1, "skipped": 1}
 
@@ -336,3 +335,27 @@ def test_prune_keeps_running_rows_recent_rows_and_the_catchup_window(ledger, clo
     assert len(ledger.runs("other")) == 1
     assert ledger.prune(cutoff, keep_last=0) and len(ledger.runs("other")) == 1
     assert len(ledger.runs("windowed")) == 3
+
+
+# -- the contract as an abstract base class ------------------------------------------------
+
+def test_every_back_end_is_the_contract_and_one_without_an_operation_cannot_be_built(ledger):
+    from cronwrap.ledger.base import Ledger
+
+    assert isinstance(ledger, Ledger) and not type(ledger).__abstractmethods__
+    operations = {name for name in vars(Ledger) if not name.startswith("_")}
+    assert Ledger.__abstractmethods__ == operations
+    for missing in operations:
+        partial = type("Partial", (Ledger,), {name: lambda self, *a, **kw: None
+                                              for name in operations - {missing}})
+        with pytest.raises(TypeError, match=f"abstract method.*{missing}"):
+            partial()
+
+
+def test_each_operation_says_what_a_caller_must_handle():
+    """Its docstring names what LedgerError means for it (idle raises nothing)."""
+    from cronwrap.ledger.base import Ledger
+
+    for name in Ledger.__abstractmethods__:
+        doc = getattr(Ledger, name).__doc__ or ""
+        assert ":raises LedgerError:" in doc or "Raises nothing" in doc, name

@@ -7,9 +7,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from cronwrap import outbox
-from cronwrap.ledger.base import ClaimRequest, Finish, JobInfo
+from cronwrap.model import ClaimRequest, Event, Finish, JobInfo
 from cronwrap.ledger.sqlite import SqliteLedger
-from cronwrap.runlog import Event
 
 T0 = datetime(2026, 10, 28, 10, 0, tzinfo=timezone.utc)
 

@@ -21,10 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cronwrap.errors import LedgerError
-from cronwrap.ledger import base
-from cronwrap.ledger.base import ClaimRequest, Finish, JobInfo
 from cronwrap.ledger import sql
 from cronwrap.ledger.postgres import PostgresLedger, redact_dsn
+from cronwrap.model import ClaimRequest, Finish, JobInfo, Reason
 
 pytestmark = pytest.mark.postgres
 
@@ -33,7 +32,7 @@ REPO = Path(__file__).resolve().parents[2]
 # One "host": build the ledger, say ready, wait for the word, claim each slot in turn.
 WORKER = r"""
 import json, os, sys
-from cronwrap.ledger.base import ClaimRequest, Finish, JobInfo
+from cronwrap.model import ClaimRequest, Finish, JobInfo
 from cronwrap.ledger.postgres import PostgresLedger
 
 args = json.loads(sys.argv[1])
@@ -193,7 +192,7 @@ def test_key_value_dsn_and_pg_variables_both_work(pg_dsn, monkeypatch):
     assert led.claim(claim_req("k1")).run.fence == 1
     led.close()
     led = PostgresLedger(kv)
-    assert led.claim(claim_req("k1", host="h2")).skip_reason == base.DUPLICATE
+    assert led.claim(claim_req("k1", host="h2")).skip_reason == Reason.DUPLICATE
     led.close()
 
 
@@ -300,7 +299,7 @@ awkward = st.lists(
 def test_awkward_names_and_keys_round_trip(pg_ledger, job, key, host):
     claim = pg_ledger.claim(claim_req(key, job=job, host=host))
     if claim.run is None:  # this (job, key) came up in an earlier example
-        assert claim.skip_reason == base.DUPLICATE
+        assert claim.skip_reason == Reason.DUPLICATE
         assert (claim.blocking.job, claim.blocking.run_key) == (job, key)
         return
     assert pg_ledger.finish(claim.run, done(tail=job + key, log_path=key))

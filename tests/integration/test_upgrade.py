@@ -6,23 +6,35 @@ executable, on a copy of each: ``status`` and ``history`` show every old run as 
 did, without migrating anything; a ``run`` (or ``db init``) migrates the ledger to the newest
 migration and records new runs beside the old ones. A ledger from a newer release is refused
 by ``run`` with one line (exit 125), left exactly as it was, and still read by ``status``.
+
+Hosts are upgraded one by one: a wrapper of the previous version of the schema's code
+(PREVIOUS, built here from this repository's history) claims, renews and finishes on a ledger
+this code made or migrated, and this code on one that the previous made (issue 21 §5).
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
+import sys
+import tarfile
+import time
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from cronwrap import procs
-from cronwrap.ledger import base, sql
-from tests.conftest import REPO
+from cronwrap.ledger import sql
+from cronwrap.model import Status
+from tests.conftest import CW, REPO
+from tests.needs import missing
 
 FIXTURES = REPO / "tests" / "fixtures" / "release-0.1.0"
 JOBS = ("nightly", 'report "q3"', "slow", "hard", "busy", "gone", "hourly", "over")
@@ -46,7 +58,7 @@ def released(backend: str) -> dict[str, list[dict]]:
 def assert_reads_as_released(row: dict, old: dict) -> None:
     """Every field as the release showed it. A row that was running then shows abandoned now
     (its lease has long expired); fields added since are null for it."""
-    expected = dict(old, status=base.ABANDONED if old["status"] == base.RUNNING else old["status"])
+    expected = dict(old, status=Status.ABANDONED if old["status"] == Status.RUNNING else old["status"])
     assert {k: row.get(k, "(missing)") for k in expected} == expected
     assert {k: row[k] for k in set(row) - set(expected)} == dict.fromkeys(set(row) - set(expected))
 
@@ -70,7 +82,7 @@ def check_status(cw, db: str, backend: str) -> None:
     assert set(shown) == set(JOBS)
     for job, old in released(backend).items():
         assert_reads_as_released(shown[job]["last_run"],
-                                 next(r for r in old if r["status"] != base.SKIPPED))
+                                 next(r for r in old if r["status"] != Status.SKIPPED))
 
 
 def run_new_jobs(cw, db: str) -> None:
@@ -86,7 +98,7 @@ def check_new_runs(cw, db: str, backend: str) -> None:
     (fresh,) = cw.json("history", "fresh", "--json", "--db", db)
     last_old = max(r["run_id"] for runs in released(backend).values() for r in runs)
     for run, key in ((newer["nightly"][0], "2026-10-30"), (fresh, None)):
-        assert run["status"] == base.SUCCEEDED and run["run_id"] > last_old
+        assert run["status"] == Status.SUCCEEDED and run["run_id"] > last_old
         assert key is None or run["run_key"] == key
         assert (run["boot_id"], run["pid_ns"]) == (procs.boot_id() or None,
                                                    procs.pid_namespace() or None)
@@ -208,3 +220,183 @@ def test_a_postgres_ledger_of_a_newer_release_is_refused_and_left_as_it_was(cw, 
     assert not marker.exists() and snapshot(pg_dsn) == before
     check_status(cw, pg_dsn, "postgres")  # read as it is
     assert snapshot(pg_dsn) == before
+
+
+# -- the claim function, and the previous release beside this code -------------------------
+
+# The text of cronwrap_claim() (postgres.sql's claim_function, comments and blanks aside) at
+# each schema version that changed it. A ledger at a version keeps the function it was
+# migrated with, and the migrator re-creates it only when the version moves: a change of the
+# text without a new numbered migration would reach new ledgers only.
+CLAIM_FUNCTION_AT = {4: "a61aacf3257956965d2c9db50328732c76b347fc365abed47e4bb3cb3e7019dc"}
+# The code issue 21 started from (schema version 4, cronwrap_claim() created by migrations 3
+# and 4): what the hosts not upgraded yet run.
+PREVIOUS = "b9ec9f47da12b71565100a731b221d5eedf29307"
+COMPAT_JOB = ("-n", "compat", "--schedule", "0 3 * * *", "--tz", "UTC", "--key", "%Y-%m-%d",
+              "--lease", "3")
+
+
+def function_text(block: str) -> str:
+    return " ".join(re.sub(r"--[^\n]*", "", block).split())
+
+
+def test_the_claim_function_changes_only_with_a_new_schema_version():
+    queries = sql.load("postgres")
+    digest = hashlib.sha256(function_text(queries["claim_function"]).encode()).hexdigest()
+    known = CLAIM_FUNCTION_AT.get(newest("postgres"), max(CLAIM_FUNCTION_AT.items())[1])
+    assert digest == known, (
+        f"cronwrap_claim() changed ({digest}) at schema version {newest('postgres')}: add a "
+        "numbered migration (it may hold no statement), then its digest to CLAIM_FUNCTION_AT")
+
+
+@pytest.fixture(scope="session")
+def previous(tmp_path_factory) -> dict[str, str]:
+    """The environment that makes ``python -m cronwrap`` the PREVIOUS commit's: its source,
+    from this repository's history, first on PYTHONPATH, and no working directory before it
+    (PYTHONSAFEPATH: the tests run in this checkout). This interpreter's site-packages hold its
+    dependencies (pyproject.toml's are the same since), so nothing is installed."""
+    what = "the tests against the previous release"
+    git = shutil.which("git")
+    if git is None:
+        missing("git is not installed", what)
+    archive = subprocess.run([git, "-C", str(REPO), "archive", "--format=tar", PREVIOUS,
+                              "cronwrap"], capture_output=True)
+    if archive.returncode != 0:
+        missing(f"git archive {PREVIOUS[:7]}: {archive.stderr.decode().strip()} (the "
+                "repository's history is needed)", what)
+    source = tmp_path_factory.mktemp("previous")
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(source, filter="data")
+    env = {"PYTHONPATH": str(source), "PYTHONSAFEPATH": "1"}
+    found = subprocess.run([sys.executable, "-c", "import cronwrap; print(cronwrap.__file__)"],
+                           env={**os.environ, **env}, capture_output=True, text=True)
+    assert found.stdout.strip() == str(source / "cronwrap" / "__init__.py"), found
+    return env
+
+
+class Previous(CW):
+    """The PREVIOUS commit's cronwrap (``previous``: the environment that makes it so)."""
+
+    def __init__(self, home: Path, previous: dict[str, str]) -> None:
+        super().__init__(home)
+        self.argv = [sys.executable, "-m", "cronwrap"]
+        self.previous = previous
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        return super().env({**self.previous, **(extra or {})})
+
+
+def wrappers(home: Path, previous: dict[str, str]) -> tuple[CW, CW]:
+    """This code's cronwrap and the previous one, on one CRONWRAP_HOME."""
+    return CW(home), Previous(home, previous)
+
+
+def ledger_of(db: str):
+    if db.startswith("sqlite:///"):
+        from cronwrap.ledger.sqlite import SqliteLedger
+
+        return SqliteLedger(Path(db[len("sqlite://"):]), read_only=True)
+    from cronwrap.ledger.postgres import PostgresLedger
+
+    return PostgresLedger(db, read_only=True)
+
+
+def row(db: str, date: str):
+    """The ledger's row of the compat job's slot ``date``, read by this code."""
+    ledger = ledger_of(db)
+    try:
+        return next((r for r in ledger.runs("compat", 10) if r.run_key == date), None)
+    finally:
+        ledger.close()
+
+
+def poll(found, what: str, proc: subprocess.Popen, timeout: float = 60.0):
+    """``found()`` once it is something, while the wrapper ``proc`` runs."""
+    deadline = time.monotonic() + timeout
+    while (value := found()) is None or value is False:
+        if proc.poll() is not None:
+            raise AssertionError(f"cronwrap exited {proc.returncode} before {what}: "
+                                 f"{proc.stderr.read().decode()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+    return value
+
+
+def claim_renew_finish(cw: CW, db: str, date: str, tmp_path: Path) -> None:
+    """A run of the compat job's slot ``date`` by ``cw``: claimed, kept running until the
+    ledger shows its lease renewed, then ended and recorded succeeded."""
+    done = tmp_path / f"done-{date}"
+    proc = cw.popen("run", "--db", db, *COMPAT_JOB, "--date", date, "--", "sh", "-c",
+                    f'while [ ! -e "{done}" ]; do sleep 0.1; done')
+    try:
+        claimed = poll(lambda: row(db, date), f"the claim of {date}", proc)
+        assert claimed.status == Status.RUNNING, claimed
+        poll(lambda: row(db, date).locked_until > claimed.locked_until, "a renewal", proc)
+    finally:
+        done.touch()
+        err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 0, err.decode()
+    assert row(db, date).status == Status.SUCCEEDED
+
+
+def take_turns(first: CW, second: CW, db: str, tmp_path: Path) -> None:
+    """Each wrapper claims, renews and finishes a slot of one job; then each finds the
+    other's slot done (a duplicate: nothing runs). Read back by this code."""
+    claim_renew_finish(first, db, "2026-03-01", tmp_path)
+    claim_renew_finish(second, db, "2026-03-02", tmp_path)
+    for cw, date in ((second, "2026-03-01"), (first, "2026-03-02")):
+        cw("run", "--db", db, *COMPAT_JOB, "--date", date, "--", "touch",
+           str(tmp_path / "ran"), check_rc=0)
+    assert not (tmp_path / "ran").exists()
+    ledger = ledger_of(db)
+    try:
+        runs = {r.run_key: r for r in ledger.runs("compat", 10)}
+    finally:
+        ledger.close()
+    assert {key: (r.status, r.attempt, r.fence) for key, r in runs.items()} == {
+        "2026-03-01": (Status.SUCCEEDED, 1, 1), "2026-03-02": (Status.SUCCEEDED, 1, 2)}
+
+
+@pytest.mark.parametrize("backend", [
+    "sqlite", pytest.param("postgres", marks=pytest.mark.postgres),
+    pytest.param("postgres of release 0.1.0", marks=pytest.mark.postgres)])
+def test_the_previous_release_claims_renews_and_finishes_on_a_ledger_this_code_made(
+        backend, previous, home, tmp_path, request):
+    new, old = wrappers(home, previous)
+    db = f"sqlite://{tmp_path / 'ledger.db'}"
+    if backend != "sqlite":
+        db = request.getfixturevalue("pg_dsn")
+        if backend.endswith("0.1.0"):
+            restore(db)
+    new("db", "init", "--db", db, check_rc=0)
+    take_turns(old, new, db, tmp_path)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres",
+                                                            marks=pytest.mark.postgres)])
+def test_this_code_claims_renews_and_finishes_on_a_ledger_the_previous_release_made(
+        backend, previous, home, tmp_path, request):
+    new, old = wrappers(home, previous)
+    db = request.getfixturevalue("pg_dsn") if backend == "postgres" else \
+        f"sqlite://{tmp_path / 'ledger.db'}"
+    old("db", "init", "--db", db, check_rc=0)
+    take_turns(new, old, db, tmp_path)
+
+
+@pytest.mark.postgres
+def test_db_init_creates_the_claim_function_again_on_a_current_schema(cw, pg_dsn, tmp_path):
+    """A function dropped or replaced by hand is repaired by db init, even when the schema
+    version is current (no migration to run)."""
+    cw("db", "init", "--db", pg_dsn, check_rc=0)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("DROP FUNCTION cronwrap_claim")
+        conn.execute("DROP FUNCTION cronwrap_settings")
+    marker = tmp_path / "ran"
+    proc = cw("run", "--db", pg_dsn, "-n", "repair", "--", "touch", str(marker))
+    assert proc.returncode == 125 and not marker.exists(), proc.stderr
+    cw("db", "init", "--db", pg_dsn, check_rc=0)
+    cw("run", "--db", pg_dsn, "-n", "repair", "--", "touch", str(marker), check_rc=0)
+    assert marker.exists()
+    assert cw.json("history", "repair", "--json", "--db", pg_dsn)[0]["status"] == "succeeded"
+    cw("prune", "--older-than", "1s", "--db", pg_dsn, check_rc=0)  # cronwrap_settings is back

@@ -86,3 +86,71 @@ def test_no_import_cycle() -> None:
         if name not in state:
             cycle = visit(name)
             assert cycle is None, f"import cycle: {' -> '.join(cycle)}"
+
+
+# Standard-library modules whose business is I/O: files beyond path arithmetic, processes,
+# threads, sockets, databases, the terminal, the clock. The pure core imports none of them
+# (a clock is an argument, ARCHITECTURE.md §1). os, sys, pathlib, signal, stat and zoneinfo
+# stay allowed: the core reads their names and constants and does path arithmetic; a call that
+# does touch the file system is no import and this rule cannot see it, so the two that do
+# (spec.read_env_file, schedule.zones.system_zone_name) are named in their modules' docstrings.
+IO_MODULES = frozenset({
+    "_thread", "asyncio", "concurrent", "ctypes", "dbm", "fcntl", "fileinput", "ftplib",
+    "getpass", "glob", "grp", "http", "io", "logging", "mmap", "multiprocessing", "platform",
+    "pty", "pwd", "resource", "select", "selectors", "shelve", "shutil", "smtplib", "socket",
+    "socketserver", "sqlite3", "ssl", "subprocess", "tempfile", "termios", "threading", "time",
+    "tty", "urllib.error", "urllib.request", "webbrowser", "wsgiref", "xmlrpc",
+})
+PURE_LIBRARIES = frozenset({"cronsim"})  # third-party libraries the core may use: pure ones
+
+
+def _imported(source: Path, name: str) -> list[str]:
+    """Every module ``source`` (the module ``name``) names in an import, at load, in a
+    function, or for the type checker: ``from a import b`` names ``a`` and ``a.b`` (b may be a
+    module). The package ``cronwrap`` itself holds only its version and is left out."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            package = name.split(".") if source.name == "__init__.py" else name.split(".")[:-1]
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *filter(None, [node.module])])
+            found += [module, *(f"{module}.{alias.name}" for alias in node.names)]
+    return [m for m in found if m != "cronwrap"]
+
+
+def _verdict(module: str, pure: dict[str, Path]) -> str | None:
+    """Why the pure core may not import ``module`` (None: it may)."""
+    import sys
+
+    top = module.partition(".")[0]
+    if top == "cronwrap":
+        return None if module in pure else "a module of cronwrap outside the pure core"
+    if top in sys.stdlib_module_names:
+        io = [m for m in IO_MODULES if module == m or module.startswith(f"{m}.")]
+        return f"a module of the standard library that does I/O ({io[0]})" if io else None
+    return None if top in PURE_LIBRARIES else "a library outside the pure core's"
+
+
+def test_the_pure_core_imports_no_io() -> None:
+    """Each pure module (ARCHITECTURE.md §1's *pure* marks) imports only pure modules of
+    cronwrap, the standard library's modules that do no I/O, and cronsim. Since a module of
+    cronwrap it imports must be pure, and every pure module is checked, this holds however
+    deep the imports go: nothing the pure core loads, at load or later, does I/O."""
+    from tests.purecore import pure_modules
+
+    known = {".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+             for p in (REPO / "cronwrap").rglob("*.py")}
+    pure = pure_modules()
+    bad = []
+    for name, source in sorted(pure.items()):
+        for module in _imported(source, name):
+            if module.startswith("cronwrap.") and module not in known:
+                continue  # a name imported from a module (from cronwrap.model import Run)
+            why = _verdict(module, pure)
+            if why:
+                bad.append(f"{name} imports {module}: {why}")
+    assert not bad, "the pure core imports what does I/O:\n" + "\n".join(sorted(set(bad)))

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from cronwrap.catchup import MAX_MARKS, plan_firing, plan_manual
-from cronwrap.ledger.base import Mark, SlotRun
+from cronwrap.model import Mark, SlotRun
 from cronwrap.errors import UsageError
 from cronwrap.schedule import Schedule, run_key
 

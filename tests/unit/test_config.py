@@ -288,7 +288,8 @@ def test_precedence_across_all_five_levels(tmp_path):
     assert merged.source("lease") == f"{config.path}:5 [defaults]"
     assert merged.source("output") == BUILT_IN
 
-    job = spec.build_spec(["/bin/settle.sh"], merged.values, environ, lambda: "h1")
+    job = spec.build_spec(["/bin/settle.sh"], merged.values, environ, lambda: "h1",
+                          warn=pytest.fail)
     assert (job.timeout, job.kill_after, job.signal, job.lease) == (240.0, 3.0, 1, 300.0)
     assert job.output == "passthrough"  # the built-in default
     assert job.name == "settle"
@@ -308,7 +309,8 @@ def test_config_values_are_not_outranked_by_build_specs_own_environment_lookup(t
     config = load_config(write(tmp_path, FIVE_LEVELS))
     environ = {"CRONWRAP_LEASE": "7m"}
     merged = merge({}, environ, config, "settle")
-    assert spec.build_spec(["x"], merged.values, environ, lambda: "h").lease == 420.0
+    assert spec.build_spec(["x"], merged.values, environ, lambda: "h",
+                           warn=pytest.fail).lease == 420.0
 
 
 def test_another_jobs_section_does_not_apply(tmp_path):
@@ -336,7 +338,7 @@ def test_labels_say_where_to_look_when_a_value_is_bad(tmp_path):
 def test_flags_keep_their_booleans_through_build_spec(tmp_path):
     config = load_config(write(tmp_path, "[defaults]\npreserve-status = true\nforce = false\n"))
     merged = merge({}, {}, config, "x")
-    job = spec.build_spec(["x"], merged.values, {}, lambda: "h")
+    job = spec.build_spec(["x"], merged.values, {}, lambda: "h", warn=pytest.fail)
     assert job.preserve_status is True and job.force is False
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from cronwrap import config, errors, hooks, jobenv, spec
-from cronwrap.ledger.base import Run
+from cronwrap.model import Run
 from tools.docs.facts import (
     ETC_CONFIG, HOME_DIRS, README_BEGIN, README_END, ROOT_DIRS, USER_CONFIG, all_commands,
     choices, has_option, is_argument, option_names)
@@ -266,7 +266,7 @@ def test_the_toml_page_example_loads(tmp_path: Path) -> None:
     loaded = config.load_config(file)
     assert loaded.defaults and loaded.jobs, "the example should show both kinds of table"
     for values in (loaded.defaults, *loaded.jobs.values()):
-        spec.build_spec(["true"], values, {}, lambda: "host")  # every value is valid for run
+        spec.build_spec(["true"], values, {}, lambda: "host", warn=pytest.fail)  # every value is valid for run
 
 
 def test_readme_config_examples_load(tmp_path: Path) -> None:
@@ -275,7 +275,7 @@ def test_readme_config_examples_load(tmp_path: Path) -> None:
     for i, block in enumerate(blocks):
         loaded = config.load_config(write_private(tmp_path / f"c{i}.toml", block))
         for values in (loaded.defaults, *loaded.jobs.values()):
-            spec.build_spec(["true"], values, {}, lambda: "host")
+            spec.build_spec(["true"], values, {}, lambda: "host", warn=pytest.fail)
 
 
 # (g) README answers the operators' questions, in their order ------------------------------
@@ -394,5 +394,5 @@ def test_every_registry_is_read_by_the_docs() -> None:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     found, unread = proc.stdout.splitlines()[-2:]
-    assert "cronwrap.ledger.base.STATUS_MEANINGS" in found and "cronwrap.spec.OPTIONS" in found
+    assert "cronwrap.model.STATUS_MEANINGS" in found and "cronwrap.spec.OPTIONS" in found
     assert unread == "[]", f"registries the docs do not read: {unread}"

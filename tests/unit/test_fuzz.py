@@ -120,7 +120,8 @@ def test_combinations_of_options_are_a_value_or_a_clean_error(given):
 @example("/opt/My Scripts/Nightly Backup.sh")
 def test_a_given_name_is_used_whatever_the_command_is_called(program):
     assume("\0" not in program)
-    job = spec.build_spec([program, "arg"], {"name": "backup"}, {}, lambda: "host")
+    job = spec.build_spec([program, "arg"], {"name": "backup"}, {}, lambda: "host",
+                          warn=pytest.fail)
     assert job.name == "backup" and job.command == [program, "arg"]
 
 
@@ -480,7 +481,7 @@ def test_config_files_load_or_give_a_clean_error(text):
         merged = config.merge({}, {}, loaded, job)
         try:
             spec.build_spec(["true"], merged.values, {}, lambda: "host", merged.labels,
-                            lambda note: None)
+                            warn=lambda note: None)
         except CronwrapError:
             pass
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from cronwrap import config, hooks, runargs, spec
+from cronwrap import config, hooks, redact, runargs, spec
 from cronwrap.durations import SMALLEST, TEN_YEARS, DurationTooLarge, parse_duration
 from cronwrap.errors import ConfigError, UsageError
 
@@ -107,7 +107,8 @@ def test_a_config_file_with_a_huge_limit_loads_and_the_note_names_its_line(tmp_p
     loaded = config.load_config(path)
     merged = config.merge({}, {}, loaded, "settle")
     notes: list[str] = []
-    job = spec.build_spec(["x"], merged.values, {}, lambda: "h", merged.labels, notes.append)
+    job = spec.build_spec(["x"], merged.values, {}, lambda: "h", merged.labels,
+                          warn=notes.append)
     assert job.timeout == 0.0
     assert notes == [f"{path}:2: [jobs.settle] timeout inf: too large; running without a timeout"]
 
@@ -161,7 +162,7 @@ def test_redact_hides_everything_before_the_last_at(url, shown):
 def test_a_ping_sends_its_user_info_as_a_header_wherever_the_password_has_a_slash(url, sent, user):
     import base64
 
-    assert hooks.parse_ping_url(url) == url
+    assert redact.parse_ping_url(url) == url
     plain, headers = hooks._credentials(hooks.ping_url(url, "start"))
     assert plain == sent
     expected = {} if user is None else {
@@ -173,7 +174,7 @@ def test_a_ping_sends_its_user_info_as_a_header_wherever_the_password_has_a_slas
                                  "http://[::1/x", "https://@/x", "http://a@b@/x"])
 def test_a_ping_url_without_a_host_and_numeric_port_is_refused_without_its_secret(url):
     with pytest.raises(UsageError, match="is not an http:// or https:// URL") as info:
-        hooks.parse_ping_url(url, "--ping")
+        redact.parse_ping_url(url, "--ping")
     assert "hunter2" not in str(info.value)
 
 

@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from cronwrap import monitor
 from cronwrap.errors import PathError
-from cronwrap.ledger.base import JobSummary, Run
+from cronwrap.model import JobSummary, Run
 from cronwrap.monitor import check, prometheus, write_textfile
 from cronwrap.picture import history_picture, sparkline
 from cronwrap.report import CRITICAL, OK, WARNING, JobReport

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cronwrap import policy
-from cronwrap.ledger.base import Reason, Run, Status
+from cronwrap.model import Reason, Run, Status
 from cronwrap.supervise import Outcome
 
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from cronwrap.ledger.base import Reason, Status
+from cronwrap.model import Reason, Status
 from cronwrap.testing import T0, MemoryWorld
 
 

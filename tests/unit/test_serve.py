@@ -11,7 +11,7 @@ import pytest
 
 from cronwrap import pages, serve
 from cronwrap.errors import UsageError
-from cronwrap.ledger.base import ClaimRequest, Finish, JobInfo, Run
+from cronwrap.model import ClaimRequest, Finish, JobInfo, Run
 from cronwrap.ledger.sqlite import SqliteLedger
 from tests.imports import modules_of_a_firing
 

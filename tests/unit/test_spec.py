@@ -21,7 +21,7 @@ def test_each_field_is_typed_as_its_option_parser_returns(opt):
     filled in by build_spec (``name``, ``host``)."""
     field = vars(JobSpec).get("__annotations__", {}).get(opt.attr)
     returns = opt.parse.__annotations__["return"]  # as written: every parser declares it
-    built = spec.build_spec(["true"], {}, {}, lambda: "host")
+    built = spec.build_spec(["true"], {}, {}, lambda: "host", warn=pytest.fail)
     can_be_none = getattr(built, opt.attr) is None
     assert field == returns + (" | None" if can_be_none else ""), (
         f"JobSpec.{opt.attr} is {field}, but --{opt.name}'s parser returns {returns}")

@@ -1,5 +1,6 @@
 """The pure core type-checks under ``mypy --strict`` (issue 14 §6): the modules that take
-``now`` and do no I/O, where a wrong type is a wrong schedule or a wrong decision."""
+``now`` and do no I/O (ARCHITECTURE.md §1's *pure* marks, read by tests/purecore.py), where a
+wrong type is a wrong schedule or a wrong decision."""
 
 from __future__ import annotations
 
@@ -10,11 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.purecore import pure_paths
+
 REPO = Path(__file__).resolve().parents[2]
-PURE_CORE = ["cronwrap/schedule", "cronwrap/catchup.py", "cronwrap/durations.py",
-             "cronwrap/firing.py", "cronwrap/policy.py", "cronwrap/jobenv.py",
-             "cronwrap/spec.py", "cronwrap/record.py", "cronwrap/errors.py",
-             "cronwrap/redact.py", "cronwrap/backtrack.py"]
 
 
 def mypy_strict(tmp_path: Path, *files: str) -> subprocess.CompletedProcess[str]:
@@ -31,7 +30,7 @@ def mypy_strict(tmp_path: Path, *files: str) -> subprocess.CompletedProcess[str]
 
 
 def test_the_pure_core_passes_mypy_strict(tmp_path: Path) -> None:
-    proc = mypy_strict(tmp_path, *PURE_CORE)
+    proc = mypy_strict(tmp_path, *pure_paths())
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

@@ -4,8 +4,8 @@ the variables a job and a hook see, and the examples.
 
 from __future__ import annotations
 
-from cronwrap import attempt, errors, locks, runlog
-from cronwrap.ledger.base import STATUS_MEANINGS, Status
+from cronwrap import attempt, errors, locks, model, runlog
+from cronwrap.model import STATUS_MEANINGS, Status
 from cronwrap.schedule.zones import ZONE_VARIABLES
 
 from tools.docs.facts import (
@@ -155,7 +155,7 @@ FILES_ENTRIES: tuple[Block, ...] = (
 
 
 RUN_LOG_EVENTS = [(str(event), sentence(meaning))
-                  for event, meaning in every_one_said(runlog.Event, runlog.EVENT_MEANINGS)]
+                  for event, meaning in every_one_said(model.Event, model.EVENT_MEANINGS)]
 
 
 LOCKING: tuple[Block, ...] = (
@@ -255,7 +255,8 @@ LEDGER: tuple[Block, ...] = (
     "the host name, waits for the lease to expire. `cronwrap unlock` *NAME* expires the "
     "leases of a job's running rows, for an operator who knows the holder is dead.",
     "On PostgreSQL a claim is one call of the server-side function `cronwrap_claim` (created "
-    "by the schema's migration 3), one round trip; a renewal and a finish are one statement "
+    "again by every migration and by `cronwrap db init`), one round trip; a renewal and a "
+    "finish are one statement "
     "each. Once the job is claimed the wrapper closes its connection: each renewal and the "
     "finish connect for their own statement, so a running job holds no server connection. "
     "A connection that fails because the server or a pooler is full, starting up, shutting "

@@ -1,6 +1,9 @@
--- The PostgreSQL dialect of the ledger: the blocks of sqlite.sql, same names, same semantics.
+-- The PostgreSQL dialect of the ledger: the blocks of sqlite.sql, same names, same semantics,
+-- but for the claim's own steps (claim_run, next_fence): here a claim is claim_function's.
 -- Times are timestamptz; parameters are %(name)s (so a literal percent sign must be doubled).
--- Every block is one statement, except migrations (run as scripts).
+-- Every block is one statement, except the scripts: the numbered migrations, which change only
+-- tables and indexes, and the functions (*_function), which the migrator re-creates after
+-- them in the same transaction, so each function is written once, here, as it is now.
 --
 -- Tables are prefixed (cronwrap_jobs, cronwrap_runs, cronwrap_meta), not bare jobs/runs:
 -- operators point cronwrap at a database it shares with other software, where "jobs" is a
@@ -81,140 +84,34 @@ ALTER TABLE cronwrap_runs ADD COLUMN IF NOT EXISTS boot_id text;
 ALTER TABLE cronwrap_runs ADD COLUMN IF NOT EXISTS pid_ns bigint;
 
 -- name: migration_3
--- The claim protocol (ARCHITECTURE.md §3) as one server-side function, so that a claim is one round
--- trip: the same steps and decisions as SqlLedger.claim and decide() in sqlcore.py (which
--- SQLite runs), proved equal by the ledger contract tests. Called as one statement in
+-- No table changes: the claim became one server-side function, cronwrap_claim(), and prune
+-- reads the jobs' settings through cronwrap_settings() (the blocks claim_function and
+-- settings_function below, which the migrator creates after the numbered migrations). This
+-- migration used to create both functions itself: a ledger at version 3 or later never runs it
+-- again, and one below it runs it in the transaction that ends with those blocks, so the
+-- functions it ends with are the same either way.
+
+-- name: migration_4
+-- No table changes: the claim function changed (a run recorded `warning` is done, as a
+-- succeeded one is: claiming its slot again is a duplicate unless forced). The version still
+-- moves, so that every ledger re-creates the function, and so that a cronwrap that knows only
+-- version 3, whose claim would retry a warning, refuses the ledger instead of running.
+
+-- name: claim_function
+-- The claim protocol (ARCHITECTURE.md §3) as one server-side function, so that a claim is one
+-- round trip: the same steps and decisions as SqlLedger.claim and decide() in sqlcore.py
+-- (which SQLite runs), proved equal by the ledger contract tests. The one copy: the migrator
+-- re-creates it after the numbered migrations, in their transaction, and `db init` re-creates
+-- it on a current schema too. A change to it comes with a numbered migration (one without
+-- statements if the tables stay): a ledger already at the version keeps the function it was
+-- migrated with, and an older cronwrap must refuse the ledger rather than claim beside it
+-- (tests/integration/test_upgrade.py pins its text to the version). Its signature never
+-- changes: wrappers of every release at this version call it. Called as one statement in
 -- autocommit mode, it is its own transaction; lock_timeout bounds its waits for row locks.
 -- p_gone: running rows of this very runner whose wrapper the client found gone; p_checked:
 -- the client has looked. Until it has, a live row of this runner that is in the way comes back
 -- as outcome 'check' (its PID can only be looked up on the runner's host) and nothing is
 -- written but the job row. No semicolon may end a line of this comment's text: none does.
-CREATE OR REPLACE FUNCTION cronwrap_claim(
-  p_job text, p_schedule text, p_tz text, p_key_template text, p_settings text,
-  p_run_key text, p_scheduled_at timestamptz, p_trigger text, p_host text, p_pid integer,
-  p_pid_start bigint, p_boot_id text, p_pid_ns bigint, p_lease float8,
-  p_overlap_skip boolean, p_force boolean, p_max_attempts integer, p_skew_ms integer,
-  p_now timestamptz, p_gone bigint[], p_checked boolean, p_schema integer)
-RETURNS TABLE (outcome text, took_over boolean, run jsonb)
-LANGUAGE plpgsql AS $fn$
-DECLARE
-  v_now timestamptz := coalesce(p_now, now());
-  v_row cronwrap_runs;
-  v_other cronwrap_runs;
-  v_new boolean := false;
-  v_reason text;
-  v_fence bigint;
-  v_schema integer;
-BEGIN
-  PERFORM set_config('lock_timeout', '15s', true);
-  SELECT value::integer INTO v_schema FROM cronwrap_meta WHERE key = 'schema_version';
-  IF v_schema > p_schema THEN
-    RAISE EXCEPTION 'cronwrap ledger schema % is newer than this cronwrap knows (%)', v_schema,
-      p_schema USING ERRCODE = 'feature_not_supported';
-  END IF;
-  -- step 1: the job row, locked until the end of the statement
-  IF p_trigger = 'manual' THEN
-    INSERT INTO cronwrap_jobs AS j (name, schedule, tz, key_template, settings, first_seen,
-                                    last_seen)
-    VALUES (p_job, p_schedule, p_tz, p_key_template, p_settings, v_now, v_now)
-    ON CONFLICT (name) DO UPDATE SET last_seen = excluded.last_seen;
-  ELSE
-    INSERT INTO cronwrap_jobs AS j (name, schedule, tz, key_template, settings, first_seen,
-                                    last_seen, last_slot)
-    VALUES (p_job, p_schedule, p_tz, p_key_template, p_settings, v_now, v_now, p_scheduled_at)
-    ON CONFLICT (name) DO UPDATE SET
-      schedule = excluded.schedule, tz = excluded.tz, settings = excluded.settings,
-      key_template = excluded.key_template, last_seen = excluded.last_seen,
-      last_slot = GREATEST(j.last_slot, excluded.last_slot);
-  END IF;
-  -- this runner's running rows whose wrapper is gone expire now
-  UPDATE cronwrap_runs SET locked_until = v_now
-  WHERE job = p_job AND status = 'running' AND id = ANY(coalesce(p_gone, '{}'))
-    AND host = p_host AND boot_id = p_boot_id AND pid_ns = p_pid_ns;
-  -- a live row of this very runner in the way: its PID must be looked up on its host first
-  IF NOT p_checked THEN
-    RETURN QUERY
-      SELECT 'check'::text, false, to_jsonb(r) FROM cronwrap_runs r
-      WHERE r.job = p_job AND r.status = 'running' AND r.locked_until > v_now
-        AND r.host = p_host AND r.boot_id = p_boot_id AND r.pid_ns = p_pid_ns
-        AND (p_overlap_skip OR r.run_key = p_run_key)
-      ORDER BY r.id;
-    IF FOUND THEN
-      RETURN;
-    END IF;
-  END IF;
-  -- step 2: another slot of the job held by a live lease
-  IF p_overlap_skip THEN
-    SELECT * INTO v_other FROM cronwrap_runs r
-    WHERE r.job = p_job AND r.status = 'running' AND r.locked_until > v_now
-      AND r.run_key <> p_run_key
-    ORDER BY r.id LIMIT 1;
-    IF FOUND THEN
-      INSERT INTO cronwrap_runs (job, run_key, scheduled_at, trigger, status, skip_reason,
-                                 host, created_at)
-      VALUES (p_job, p_run_key, p_scheduled_at, p_trigger, 'skipped', 'overlap', p_host, v_now)
-      ON CONFLICT (job, run_key) DO NOTHING;
-      RETURN QUERY SELECT 'overlap'::text, false, to_jsonb(v_other);
-      RETURN;
-    END IF;
-  END IF;
-  -- step 3: the slot's row, new or existing, and whether it may be taken
-  INSERT INTO cronwrap_runs (job, run_key, scheduled_at, trigger, status, host, created_at)
-  VALUES (p_job, p_run_key, p_scheduled_at, p_trigger, 'pending', p_host, v_now)
-  ON CONFLICT (job, run_key) DO NOTHING
-  RETURNING * INTO v_row;
-  v_new := FOUND;
-  IF NOT v_new THEN
-    SELECT * INTO v_row FROM cronwrap_runs WHERE job = p_job AND run_key = p_run_key;
-    IF v_row.status = 'running' THEN
-      v_reason := CASE WHEN v_row.locked_until IS NULL OR v_row.locked_until <= v_now THEN NULL
-                       ELSE 'duplicate' END;
-    ELSIF v_row.status IN ('skipped', 'missed', 'pending') OR p_force THEN
-      v_reason := NULL;
-    ELSIF v_row.status = 'succeeded' THEN
-      v_reason := 'duplicate';
-    ELSIF p_trigger = 'manual' OR v_row.attempts < p_max_attempts THEN
-      v_reason := NULL;
-    ELSE
-      v_reason := 'duplicate';
-    END IF;
-    IF v_reason IS NOT NULL THEN
-      RETURN QUERY SELECT v_reason, false, to_jsonb(v_row);
-      RETURN;
-    END IF;
-  END IF;
-  UPDATE cronwrap_jobs SET fence = fence + 1 WHERE name = p_job RETURNING fence INTO v_fence;
-  took_over := v_row.status = 'running';
-  UPDATE cronwrap_runs SET
-    status = 'running', trigger = p_trigger, scheduled_at = p_scheduled_at,
-    skip_reason = NULL, attempts = attempts + 1, host = p_host, pid = p_pid,
-    pid_start = p_pid_start, boot_id = p_boot_id, pid_ns = p_pid_ns, locked_by = p_host,
-    locked_until = v_now + make_interval(secs => p_lease), fence = v_fence,
-    started_at = v_now, finished_at = NULL, duration_ms = NULL, exit_code = NULL,
-    signal = NULL, timed_out = false, error_tail = NULL, log_path = NULL,
-    skew_ms = p_skew_ms
-  WHERE id = v_row.id
-  RETURNING * INTO v_row;
-  RETURN QUERY SELECT 'claimed'::text, took_over, to_jsonb(v_row);
-END
-$fn$;
--- settings that are not JSON (anyone who can write a shared ledger can put anything there)
--- read as no settings, so that prune never fails on them
-CREATE OR REPLACE FUNCTION cronwrap_settings(p text) RETURNS jsonb
-LANGUAGE plpgsql IMMUTABLE AS $fn$
-BEGIN
-  RETURN p::jsonb;
-EXCEPTION WHEN others THEN
-  RETURN NULL;
-END
-$fn$;
-
--- name: migration_4
--- A run recorded `warning` (--warning-exit, --min-duration) is done, as a succeeded one is:
--- claiming its slot again is a duplicate unless forced (no retry by --max-attempts, and a
--- manual --date run needs --force). cronwrap_claim() of migration 3 with that one decision
--- changed, the same as decide() in sqlcore.py. No semicolon may end a line of this comment's
--- text: none does.
 CREATE OR REPLACE FUNCTION cronwrap_claim(
   p_job text, p_schedule text, p_tz text, p_key_template text, p_settings text,
   p_run_key text, p_scheduled_at timestamptz, p_trigger text, p_host text, p_pid integer,
@@ -325,6 +222,18 @@ BEGIN
 END
 $fn$;
 
+-- name: settings_function
+-- Settings that are not JSON (anyone who can write a shared ledger can put anything there)
+-- read as no settings, so that prune never fails on them. Created as claim_function is.
+CREATE OR REPLACE FUNCTION cronwrap_settings(p text) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE AS $fn$
+BEGIN
+  RETURN p::jsonb;
+EXCEPTION WHEN others THEN
+  RETURN NULL;
+END
+$fn$;
+
 -- name: upsert_job
 -- Step 1 of the claim: ON CONFLICT DO UPDATE row-locks the job until commit, and a concurrent
 -- first INSERT of the same name waits on the primary key for the same lock, so claims of one
@@ -367,30 +276,14 @@ RETURNING *
 -- name: run_by_key
 SELECT * FROM cronwrap_runs WHERE job = %(job)s AND run_key = %(run_key)s
 
--- name: next_fence
-UPDATE cronwrap_jobs SET fence = fence + 1 WHERE name = %(job)s RETURNING fence
-
 -- name: claim
--- One statement, its own transaction: a claim is one round trip (see migration 3).
+-- One statement, its own transaction: a claim is one round trip (see claim_function).
 SELECT * FROM cronwrap_claim(%(job)s::text, %(schedule)s::text, %(tz)s::text,
   %(key_template)s::text, %(settings)s::text, %(run_key)s::text, %(scheduled_at)s::timestamptz,
   %(trigger)s::text, %(host)s::text, %(pid)s::integer, %(pid_start)s::bigint,
   %(boot_id)s::text, %(pid_ns)s::bigint, %(lease)s::float8, %(overlap_skip)s::boolean,
   %(force)s::boolean, %(max_attempts)s::integer, %(skew_ms)s::integer,
   %(now)s::timestamptz, %(gone)s::bigint[], %(checked)s::boolean, %(schema)s::integer)
-
--- name: claim_run
-UPDATE cronwrap_runs SET
-  status = 'running', trigger = %(trigger)s, scheduled_at = %(scheduled_at)s,
-  skip_reason = NULL, attempts = attempts + 1, host = %(host)s, pid = %(pid)s,
-  pid_start = %(pid_start)s, boot_id = %(boot_id)s, pid_ns = %(pid_ns)s,
-  locked_by = %(host)s,
-  locked_until = %(now)s + make_interval(secs => %(lease)s::float8), fence = %(fence)s,
-  started_at = %(now)s, finished_at = NULL, duration_ms = NULL, exit_code = NULL,
-  signal = NULL, timed_out = false, error_tail = NULL, log_path = NULL,
-  skew_ms = %(skew_ms)s
-WHERE id = %(id)s
-RETURNING *
 
 -- name: heartbeat
 -- One statement, its own transaction: a renewal is one round trip. now: the server's clock

@@ -1,0 +1,314 @@
+"""The domain's words: statuses, triggers, reasons and run-log events, and the records the
+core passes around — a slot-run from plan to ledger, a mark, a run, a claim and its answer.
+
+Pure: no I/O, nothing but the standard library's ``enum`` and ``datetime``. The ledger stores
+these words (its strings are the enums' values, unchanged since the first release), the run
+log writes them, ``status`` shows them; STATUS_MEANINGS and EVENT_MEANINGS are the registries
+the docs are made from.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from cronwrap.record import TYPE_CHECKING, Record
+
+if TYPE_CHECKING:
+    from datetime import datetime
+    from typing import Callable
+
+
+class Status(StrEnum):
+    """A run's status, as the ledger stores it (ABANDONED is only ever shown)."""
+
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    WARNING = "warning"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    KILLED = "killed"
+    SKIPPED = "skipped"
+    MISSED = "missed"
+    ABANDONED = "abandoned"  # shown, never stored: a running row whose lease has expired
+    PENDING = "pending"  # a new slot's row inside the claim that takes it: never committed
+
+
+STATUS_MEANINGS = {  # the registry the docs are made from (cronwrap(1) LEDGER, README)
+    Status.RUNNING: "Claimed; the job is running and its wrapper renews the run's lease "
+                    "(`--lease`) every lease/3.",
+    Status.SUCCEEDED: "The job exited with status 0, or with another status of "
+                      "`--success-exit`.",
+    Status.WARNING: "Done, but look at it: the job exited with a status of `--warning-exit`, "
+                    "or, with reason `too_fast`, succeeded in less than `--min-duration`. The "
+                    "slot is done, as a succeeded one is: no retry, no catch-up, and a manual "
+                    "run needs `--force`. Health is `warning`; `--on-warning` runs.",
+    Status.FAILED: "The job exited with another status, or was not found or not executable.",
+    Status.TIMEOUT: "The job reached `--timeout` and was ended; never `failed`, even when it "
+                    "needed KILL.",
+    Status.KILLED: "A signal ended the job (a forwarded TERM, `--overlap replace`), or, with "
+                   "reason `lease_lost`, cronwrap ended it because the lease was lost: another "
+                   "runner took the slot over, or the ledger stayed unreachable for longer than "
+                   "the lease. A runner that lost its lease may no longer act for that slot.",
+    Status.SKIPPED: "Not run: reason `overlap` (another run of the job was live) or `too_late` "
+                    "(a missed slot older than `--catchup-window`). The slot stays claimable.",
+    Status.MISSED: "A slot of `--schedule` that never ran. Claimable.",
+    Status.ABANDONED: "Shown, never stored: a `running` row whose lease has expired because its "
+                      "wrapper is gone. Claimable again.",
+    Status.PENDING: "Never seen: a new slot's row inside the transaction that claims it, "
+                    "`running` by the time that transaction ends.",
+}
+
+# A stored status that ends a run (RUNNING and PENDING do not; ABANDONED is never stored).
+FINAL_STATUSES = (Status.SUCCEEDED, Status.WARNING, Status.FAILED, Status.TIMEOUT,
+                  Status.KILLED, Status.SKIPPED, Status.MISSED)
+# The slot is done: claiming it again is a duplicate without --force.
+DONE_STATUSES = (Status.SUCCEEDED, Status.WARNING)
+# The run did not succeed: health critical, and the slot is retryable.
+BAD_STATUSES = (Status.FAILED, Status.TIMEOUT, Status.KILLED)
+
+
+class Trigger(StrEnum):
+    """Why a run ran: cron fired it for its slot, for a slot that was missed, or a person did."""
+
+    SCHEDULE = "schedule"
+    CATCHUP = "catchup"
+    MANUAL = "manual"
+
+
+class Reason(StrEnum):
+    """Why a slot was not run, why a run was ended, or why it was recorded ``warning``
+    (kept in the ledger's ``skip_reason``)."""
+
+    OVERLAP = "overlap"
+    DUPLICATE = "duplicate"
+    TOO_LATE = "too_late"
+    LEASE_LOST = "lease_lost"
+    TOO_FAST = "too_fast"  # a success faster than --min-duration: recorded warning
+
+
+class Event(StrEnum):
+    """The run log's events; EVENT_MEANINGS says what each records (the docs read it)."""
+
+    START = "start"
+    FINISH = "finish"
+    TIMEOUT = "timeout"
+    SKIP = "skip"
+    MISSED = "missed"
+    CATCHUP = "catchup"
+    RETRY = "retry"
+    RETRY_SKIPPED = "retry_skipped"
+    HOOK = "hook"
+    PING_FAILED = "ping_failed"
+    REPLACE = "replace"
+    STALE_LOCK = "stale_lock"
+    LEASE_LOST = "lease_lost"
+    SPOOLED = "spooled"
+    UNRECORDED = "unrecorded"
+    OUTBOX_DELIVERED = "outbox_delivered"
+    OUTBOX_QUARANTINED = "outbox_quarantined"
+    LEDGER_UNREACHABLE = "ledger_unreachable"
+    WARNING = "warning"
+
+
+EVENT_MEANINGS = {
+    Event.START: "a run claimed its slot and its job was spawned (`fence`, `took_over`, "
+                 "`recorded`)",
+    Event.FINISH: "the run ended (`status`, `exit_code`, `duration_ms`, `signal`, `orphans`, "
+                  "`forwarded`, `output_bytes`, `output_dropped`, `passthrough_error`, the "
+                  "wrapper's own CPU and memory)",
+    Event.TIMEOUT: "as `finish`, for a run that reached `--timeout`",
+    Event.SKIP: "nothing ran for a slot (`skip_reason`: `overlap`, `duplicate`, `too_late`; the "
+                "run in the way)",
+    Event.MISSED: "catch-up recorded a slot that never ran",
+    Event.CATCHUP: "a missed slot is about to run",
+    Event.RETRY: "a failed attempt is retried after `delay_s`",
+    Event.RETRY_SKIPPED: "no retry: it would run past the next slot",
+    Event.HOOK: "a hook ran (`hook`, `exit_code`, `timed_out`, `alert`)",
+    Event.PING_FAILED: "a ping could not be sent",
+    Event.REPLACE: "`--overlap replace` is ending the run that holds the lock",
+    Event.STALE_LOCK: "a PID lock whose holder was gone was taken over",
+    Event.LEASE_LOST: "the slot was taken over: this runner's record was not written",
+    Event.SPOOLED: "the end of a run could not be recorded and waits in the outbox",
+    Event.UNRECORDED: "the end of a run could be neither recorded nor spooled",
+    Event.OUTBOX_DELIVERED: "a result from the outbox was recorded",
+    Event.OUTBOX_QUARANTINED: "an outbox entry that is not a result was moved to outbox/bad/",
+    Event.LEDGER_UNREACHABLE: "the ledger could not be reached; the job ran unrecorded",
+    Event.WARNING: "something a person should check (a host clock far off a slot; a run that "
+                   "succeeded faster than `--min-duration`, `skip_reason` `too_fast`)",
+}
+
+
+def iso(t: datetime | None) -> str | None:
+    """A time as the run log, ``status --json`` and the dashboard write it."""
+    return None if t is None else t.isoformat(timespec="milliseconds")
+
+
+# -- the records ------------------------------------------------------------------------------
+
+class SlotRun(Record):
+    """One run of one slot, from plan to ledger: the slot's run key, its original time (in the
+    job's zone), why it runs, and how far the firing was from it (milliseconds, positive:
+    late; None unless this is the firing's own slot and the firing was off it). catchup plans
+    them, the runner runs them, and a ClaimRequest is one with its claimer and policy."""
+
+    run_key: str
+    scheduled_at: datetime
+    trigger: Trigger
+    skew_ms: int | None
+    _defaults = dict(skew_ms=None)
+
+
+class Mark(Record):
+    """A slot recorded without running it: ``missed`` (reason None), or ``skipped`` with
+    reason ``too_late``."""
+
+    run_key: str
+    scheduled_at: datetime
+    status: Status
+    reason: Reason | None
+
+
+class Run(Record):
+    """One row of ``runs``: a slot of a job and the latest attempt at it (times are UTC).
+    ``status``, ``trigger`` and ``skip_reason`` are the stored strings, as the enums spell
+    them (a row written by another release may hold one this release does not know)."""
+
+    run_id: int
+    job: str
+    run_key: str
+    scheduled_at: datetime | None
+    trigger: str
+    status: str
+    skip_reason: str | None
+    attempt: int
+    host: str | None
+    pid: int | None
+    pid_start: int | None
+    locked_until: datetime | None
+    fence: int | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    duration_ms: int | None
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    error_tail: str | None
+    log_path: str | None
+    skew_ms: int | None
+    boot_id: str | None
+    pid_ns: int | None
+    _defaults = dict(skip_reason=None, attempt=0, host=None, pid=None, pid_start=None,
+                     locked_until=None, fence=None, started_at=None, finished_at=None,
+                     duration_ms=None, exit_code=None, signal=None, timed_out=False,
+                     error_tail=None, log_path=None, skew_ms=None, boot_id=None, pid_ns=None)
+
+    def shown_status(self, now: datetime) -> str:
+        if self.status == Status.RUNNING and (self.locked_until is None
+                                              or self.locked_until <= now):
+            return Status.ABANDONED
+        return self.status
+
+    def lease_left(self, now: datetime) -> float | None:
+        if self.status != Status.RUNNING or self.locked_until is None:
+            return None
+        return (self.locked_until - now).total_seconds()
+
+    def to_json(self, now: datetime) -> dict[str, object]:
+        data = self.asdict()
+        for key in ("scheduled_at", "locked_until", "started_at", "finished_at"):
+            data[key] = iso(data[key])
+        data["status"] = self.shown_status(now)
+        return data
+
+
+def _never_gone(pid: int | None, start: int | None) -> bool:
+    return False
+
+
+class JobInfo(Record):
+    """What a firing tells the ledger about its job (kept in ``jobs``)."""
+
+    name: str
+    schedule: str | None
+    tz: str | None
+    key_template: str | None
+    settings: str | None
+    _defaults = dict(schedule=None, tz=None, key_template=None, settings=None)
+
+
+class ClaimRequest(SlotRun):
+    """A firing asking for ``(job, run_key)``: the slot-run, who asks, and on what terms.
+
+    lease: seconds; overlap_skip: step 2 (a live run of
+    the job anywhere means skip); force: run a slot that already succeeded; max_attempts: a
+    failed slot is claimable again while attempts < this; is_gone(pid, start): is a process of
+    this runner gone (step 0: this runner's dead wrappers are abandoned at once); skew_ms is
+    kept on the run (status warns about a host far off). host, boot_id, pid_ns: the runner identity (procs.Runner). A running row's pid is looked
+    up with is_gone only when the row has this very identity: two containers with one host
+    name (or a row from an earlier boot, or one written before boot IDs were recorded) wait
+    for the lease instead.
+    """
+
+    job: JobInfo
+    host: str
+    pid: int
+    pid_start: int
+    lease: float
+    overlap_skip: bool
+    force: bool
+    max_attempts: int
+    is_gone: Callable[[int | None, int | None], bool]
+    boot_id: str
+    pid_ns: int
+    _defaults = dict(overlap_skip=True, force=False, max_attempts=1, is_gone=_never_gone,
+                     skew_ms=None, boot_id="", pid_ns=0)
+
+    def same_runner(self, row: Run) -> bool:
+        """``row`` was claimed by this runner (host, boot, PID namespace): its pid means
+        something here."""
+        return (row.host == self.host and bool(self.boot_id) and row.boot_id == self.boot_id
+                and bool(self.pid_ns) and row.pid_ns == self.pid_ns)
+
+
+class Claim(Record):
+    """The answer to a claim: ``run`` when claimed, else ``skip_reason`` and the row in the way.
+
+    took_over: the claimed row had been abandoned by an earlier runner."""
+
+    run: Run | None
+    skip_reason: str | None
+    blocking: Run | None
+    took_over: bool
+    _defaults = dict(skip_reason=None, blocking=None, took_over=False)
+
+
+class Finish(Record):
+    """The end of a run, as recorded."""
+
+    status: str
+    duration_ms: int | None
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    error_tail: str | None
+    log_path: str | None
+    skip_reason: str | None
+    _defaults = dict(skip_reason=None)
+
+
+class JobSummary(Record):
+    """What ``status`` shows for one job."""
+
+    job: str
+    schedule: str | None
+    tz: str | None
+    key_template: str | None
+    first_seen: datetime | None
+    last_seen: datetime | None
+    last_slot: datetime | None
+    last_run: Run | None
+    last_success_at: datetime | None
+    running: list[Run]
+    counts: dict[str, int]
+    settings: str | None  # the job's recorded settings (JSON): --slow-factor, for status
+    _defaults = dict(settings=None)
