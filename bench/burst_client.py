@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 
 
 def ledger_claimer(url: str, run_key: str):
-    from cronwrap import procs
+    from cronwrap.process import procs
     from cronwrap.model import ClaimRequest, JobInfo
     from cronwrap.ledger.postgres import PostgresLedger
 

@@ -21,7 +21,7 @@ import sys
 import time
 from datetime import datetime, timezone
 
-from cronwrap import procs
+from cronwrap.process import procs
 from cronwrap.model import ClaimRequest, Finish, JobInfo
 from cronwrap.ledger.postgres import PostgresLedger
 

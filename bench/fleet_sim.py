@@ -43,7 +43,7 @@ import threading
 import time
 from datetime import datetime
 
-from cronwrap import procs
+from cronwrap.process import procs
 from cronwrap.errors import LedgerError
 from cronwrap.model import ClaimRequest, Finish, JobInfo
 from cronwrap.ledger.postgres import PostgresLedger
@@ -95,8 +95,8 @@ def close(ledger: PostgresLedger | None) -> None:
             pass
 
 
-WARM = ("cronwrap.cli", "cronwrap.runner", "cronwrap.spec", "cronwrap.supervise",
-        "cronwrap.locks", "cronwrap.runlog", "cronwrap.outbox", "cronwrap.hooks",
+WARM = ("cronwrap.cli", "cronwrap.run.runner", "cronwrap.options.spec", "cronwrap.process.supervise",
+        "cronwrap.process.locks", "cronwrap.run.runlog", "cronwrap.run.outbox", "cronwrap.run.hooks",
         "cronwrap.ledger.postgres", "psutil")
 
 

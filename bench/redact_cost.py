@@ -1,4 +1,4 @@
-"""CPU that redaction takes (cronwrap/redact.py), in process: per GiB of ordinary output, and
+"""CPU that redaction takes (cronwrap/redact/redactor.py), in process: per GiB of ordinary output, and
 per MiB of adversarial input for each built-in rule (issue 20 §1).
 
     python3 bench/redact_cost.py                  # this checkout
@@ -45,7 +45,7 @@ def cases() -> dict[str, tuple[bytes, int]]:
 
 def child(src: str, name: str) -> None:
     sys.path[:0] = [src, str(Path(__file__).resolve().parents[1])]
-    from cronwrap.redact import Redactor
+    from cronwrap.redact.redactor import Redactor
 
     data, read = cases()[name]
     stream = Redactor().stream()

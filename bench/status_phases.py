@@ -45,7 +45,8 @@ def timed(names: list[str], args: list[str]) -> None:
         except ImportError:
             pass  # a module made at run time (not importable by name)
     imported = time.perf_counter()
-    from cronwrap import cli, reads, report
+    from cronwrap import cli
+    from cronwrap.read import reads, report
     from cronwrap.ledger import sqlcore
 
     spent = {"connect": 0.0, "query": 0.0}

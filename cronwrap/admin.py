@@ -26,8 +26,8 @@ from cronwrap.errors import EXIT_CRONWRAP, UsageError
 from cronwrap.stdio import warn, write_utf8
 # What every command reads first (ledger, config file, log directories) lives in reads.py, where
 # the read commands run without typer.
-from cronwrap.reads import config as _config, ledger as _ledger, ledger_url as _ledger_url
-from cronwrap.reads import log_dirs as _log_dirs, now as _now
+from cronwrap.read.reads import config as _config, ledger as _ledger, ledger_url as _ledger_url
+from cronwrap.read.reads import log_dirs as _log_dirs, now as _now
 
 
 def app(args: list[str]) -> int:
@@ -107,13 +107,13 @@ def _annotation(param: Param) -> object:
 
 
 def _name(name: str) -> str:
-    from cronwrap.spec import job_name
+    from cronwrap.options.spec import job_name
 
     return job_name(name, "NAME")
 
 
 def unlock(name: str, lock_file: str | None, db: str | None) -> int:
-    from cronwrap import locks
+    from cronwrap.process import locks
     from cronwrap.textsafe import safe_text
 
     name = _name(name)
@@ -138,7 +138,8 @@ def _lock_file(name: str, given: str | None) -> tuple[Path, Path]:
     """The job's lock file as its firings on this host find it (--lock-file,
     CRONWRAP_LOCK_FILE, lock-file in the config file, else the default), and the lock
     directory that keeps its holder record."""
-    from cronwrap import config, locks, spec
+    from cronwrap.options import config, spec
+    from cronwrap.process import locks
     from cronwrap.paths import resolve_dirs
 
     lock_dir = resolve_dirs(os.environ).locks
@@ -227,10 +228,10 @@ def _cronwrap_path(given: str | None) -> str:
 def wrap(file: str, show_diff: bool, undo: bool, cronwrap_path: str | None,
          system: bool | None, extra: list[str]) -> int:
     from cronwrap import crontab
-    from cronwrap.runargs import parse_run_args
+    from cronwrap.options.runargs import parse_run_args
 
     if extra:
-        from cronwrap.spec import build_spec
+        from cronwrap.options.spec import build_spec
 
         given, rest = parse_run_args(extra)  # the same checks as run: a bad option is 125 here
         if given is None or rest:
@@ -260,8 +261,8 @@ def lint(file: str, system: bool | None) -> int:
 
 
 def prune(older_than: str, keep_last: int, db: str | None) -> int:
-    from cronwrap import retention
-    from cronwrap.durations import parse_duration
+    from cronwrap.read import prune as retention
+    from cronwrap.options.durations import parse_duration
     from cronwrap.paths import resolve_dirs
 
     age = parse_duration(older_than, "--older-than")
@@ -276,7 +277,8 @@ def prune(older_than: str, keep_last: int, db: str | None) -> int:
 
 
 def serve(listen: str, token_file: str | None, no_auth: bool, db: str | None) -> int:
-    from cronwrap import redact, serve as server
+    from cronwrap.redact import redactor as redact
+    from cronwrap.read import serve as server
 
     address = server.parse_listen(listen)
     token, made = server.token_for(address, token_file, no_auth)

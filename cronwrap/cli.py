@@ -16,7 +16,6 @@ import sys
 
 from cronwrap import __version__
 from cronwrap.errors import EXIT_CRONWRAP, CronwrapError
-from cronwrap.runargs import run_command
 from cronwrap.stdio import fit_locale, warn
 
 
@@ -51,6 +50,35 @@ def main(argv: list[str] | None = None) -> int:
         warn(f"internal error: {type(exc).__name__}: {exc} (set CRONWRAP_DEBUG=1 for the "
              "traceback)")
         return EXIT_CRONWRAP
+
+
+def run_command(args: list[str]) -> int:
+    from cronwrap.options.runargs import parse_run_args, with_config
+    from cronwrap.options.spec import build_spec
+
+    given, command = parse_run_args(args)
+    if given is None:
+        return 0  # --help was printed
+    values, labels = with_config(given, command)
+    spec = build_spec(command, values, os.environ, lambda: os.uname().nodename, labels,
+                      warn=warn)
+    if spec.dry_run:
+        from cronwrap.run import dryrun as runner
+    else:
+        from cronwrap.run import runner
+
+    status = runner.run(spec, dict(os.environ))
+    # Leave without interpreter teardown: nothing is left to clean, and closing the SQLite
+    # connection would checkpoint the WAL (two fsyncs, ~15 ms) on every cron firing; the next
+    # connection, or SQLite's auto-checkpoint, takes care of the WAL. Nothing of the run's
+    # is buffered in sys.stdout/stderr (stdio.py writes unbuffered): the job's status stands
+    # whatever a flush would meet (a full disk, a closed pipe).
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
 
 
 def unraisable(info: sys.UnraisableHookArgs) -> None:

@@ -109,7 +109,7 @@ SYSTEM = option("--system", "system", None, "The file has a user field (/etc/cro
 
 COMMANDS: tuple[Command, ...] = (
     Command("run", "Run a job: lock, claim its slot, supervise, record (see: cronwrap run "
-            "--help).", (), "cronwrap.runargs:run_command", rest="args"),
+            "--help).", (), "cronwrap.cli:run_command", rest="args"),
     Command("status", "One row per job: last run, status, duration, last success, next due, "
             "running runs, health.", (
                 argument("names", "NAME", "Jobs to show (default: all); one NAME shows its "
@@ -127,11 +127,11 @@ COMMANDS: tuple[Command, ...] = (
                        "has not succeeded for this long."),
                 option("--warn-duration", "warn_duration", "DURATION", "With --check: WARNING "
                        "when a run has been running longer than this."),
-                DB), "cronwrap.reads:status", lean=True),
+                DB), "cronwrap.read.reads:status", lean=True),
     Command("history", "The runs of one job, newest first.", (
         JOB,
         option("--limit", "limit", "N", "At most this many runs.", kind=(1, 100000), default=20),
-        JSON_RUNS, DB), "cronwrap.reads:history", lean=True),
+        JSON_RUNS, DB), "cronwrap.read.reads:history", lean=True),
     Command("logs", "Print the captured output of a run, read only from this host's log "
             "directories (CRONWRAP_LOG_DIR, log-dir in the config file, the default): never "
             "from a path the ledger names, never through a symlink.", (
@@ -144,7 +144,7 @@ COMMANDS: tuple[Command, ...] = (
                 option("--raw", "raw", None, "Copy the output byte for byte to a terminal too "
                        "(there, control characters are otherwise shown escaped, e.g. \\x1b; "
                        "piped output is always exact)."),
-                DB), "cronwrap.reads:logs", lean=True),
+                DB), "cronwrap.read.reads:logs", lean=True),
     Command("unlock", "Expire the leases of a job's running runs, for an operator who knows "
             "the holder is dead; and tell who holds the job's local lock on this host (wrapper "
             "and job PIDs, alive or gone). A lock a live process holds is never broken; a PID "
@@ -166,7 +166,7 @@ COMMANDS: tuple[Command, ...] = (
                        "now)."),
                 option("--json", "as_json", None, 'Print {"expression", "tz", "next", '
                        '"warnings"}.'),
-            ), "cronwrap.reads:explain", lean=True),
+            ), "cronwrap.read.reads:explain", lean=True),
     Command("wrap", "Print a crontab with every job prefixed by cronwrap run (options after -- "
             "are added to each).", (
                 CRONTAB,

@@ -17,6 +17,15 @@ if TYPE_CHECKING:
     from datetime import datetime
     from typing import Callable
 
+# Checked by hand rather than with re: compiling patterns is import time on every firing.
+ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_NAME_CHARS = ALNUM | frozenset("._-")
+
+
+def valid_name(text: str) -> bool:
+    """``[A-Za-z0-9][A-Za-z0-9._-]{0,127}``: a job name, safe as a file name."""
+    return 0 < len(text) <= 128 and text[0] in ALNUM and _NAME_CHARS.issuperset(text)
+
 
 class Status(StrEnum):
     """A run's status, as the ledger stores it (ABANDONED is only ever shown)."""

@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def pure_paths() -> list[str]:
-    """The pure modules and packages, as paths from the repository: ``cronwrap/spec.py``,
+    """The pure modules and packages, as paths from the repository: ``cronwrap/options/spec.py``,
     ``cronwrap/schedule`` (a package: every module in it)."""
     table = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8").split("## 2.", 1)[0]
     found = []

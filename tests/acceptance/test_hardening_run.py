@@ -383,7 +383,7 @@ def test_closed_stdio_still_gives_the_jobs_own_status(cw, home, closed):
 @pytest.mark.parametrize("content", [b"{}", b"[]", b"null", b'{"job": "x"', b"\xff\xfe",
                                      b'{"job": "j", "run_id": 1, "fence": 1, "finish": {}}'])
 def test_a_bad_outbox_entry_is_quarantined_and_the_job_runs(cw, home, content):
-    from cronwrap.outbox import ledger_id
+    from cronwrap.run.outbox import ledger_id
 
     box = home / "outbox"
     box.mkdir(parents=True, mode=0o700)

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from cronwrap.attempt import FINISH_DB_WAIT
+from cronwrap.run.attempt import FINISH_DB_WAIT
 
 from tests.acceptance.conftest import same_minute, wait_for
 from tests.acceptance.hosts import Host, kill_runner

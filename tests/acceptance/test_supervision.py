@@ -137,7 +137,7 @@ def test_as_pid1_leftovers_are_still_ended_and_counted(cw, as_pid1, tmp_path):
 
 
 def events(cw) -> list[dict]:
-    from cronwrap.runlog import read_events
+    from cronwrap.run.runlog import read_events
 
     return read_events(cw.home / "logs")
 

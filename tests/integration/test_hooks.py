@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from cronwrap.errors import UsageError
-from cronwrap.hooks import HOOK_VARIABLES, TAIL_BYTES, Pinger, hook_env, ping_url, redact, run_hook
-from cronwrap.redact import parse_ping_url
+from cronwrap.run.hooks import HOOK_VARIABLES, TAIL_BYTES, Pinger, hook_env, ping_url, redact, run_hook
+from cronwrap.redact.redactor import parse_ping_url
 
 BASE_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CRONWRAP_JOB": "settle",
             "CRONWRAP_RUN_ID": "42", "CRONWRAP_ATTEMPT": "1"}
@@ -351,7 +351,7 @@ def test_a_server_that_never_answers_is_given_up_on():
 
 
 def test_pinging_imports_urllib_only_in_the_thread(tmp_path):
-    code = ("import sys; from cronwrap import hooks; "
+    code = ("import sys; from cronwrap.run import hooks; "
             "print('urllib.request' in sys.modules, 'subprocess' in sys.modules)")
     import subprocess
 

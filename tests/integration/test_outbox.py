@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from cronwrap import outbox
+from cronwrap.run import outbox
 from cronwrap.model import ClaimRequest, Event, Finish, JobInfo
 from cronwrap.ledger.sqlite import SqliteLedger
 

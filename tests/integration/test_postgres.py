@@ -360,7 +360,7 @@ def test_eight_hosts_racing_under_overlap_skip_never_run_a_slot_twice(pg_dsn, ro
 
 
 def test_run_path_does_not_import_psycopg():
-    code = ("import sys, cronwrap.cli, cronwrap.admin, cronwrap.runner, cronwrap.ledger.sqlite; "
+    code = ("import sys, cronwrap.cli, cronwrap.admin, cronwrap.run.runner, cronwrap.ledger.sqlite; "
             "sys.exit('psycopg' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr or "psycopg imported on the run path"

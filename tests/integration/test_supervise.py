@@ -1,4 +1,4 @@
-"""cronwrap.supervise against real processes: exit statuses, timeouts, tree kill, forwarding;
+"""cronwrap.process.supervise against real processes: exit statuses, timeouts, tree kill, forwarding;
 and procs.py, the process layer under it, on both of its process tables.
 
 Every job is a small shell or Python script. Timing assertions are generous bounds only
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from cronwrap import procs
-from cronwrap.supervise import JobProcess, Outcome, SuperviseSpec, Supervisor, supervise
+from cronwrap.process import procs
+from cronwrap.process.supervise import JobProcess, Outcome, SuperviseSpec, Supervisor, supervise
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ)
@@ -379,7 +379,7 @@ def test_binary_bytes_pass_through_exactly() -> None:
 LARGE_OUTPUT_HELPER = """
 import hashlib, json, os, resource, sys
 sys.path.insert(0, {repo!r})
-from cronwrap.supervise import SuperviseSpec, supervise
+from cronwrap.process.supervise import SuperviseSpec, supervise
 digest, sizes = hashlib.sha256(), {{1: 0, 2: 0}}
 def on_output(fd, chunk):
     sizes[fd] += len(chunk)
@@ -474,7 +474,7 @@ def test_stop_reason_is_unset_when_the_job_ends_by_itself() -> None:
 HELPER = """
 import json, os, sys
 sys.path.insert(0, {repo!r})
-from cronwrap.supervise import SuperviseSpec, supervise
+from cronwrap.process.supervise import SuperviseSpec, supervise
 outcome = supervise(SuperviseSpec(sys.argv[1:], dict(os.environ)), lambda fd, data: None)
 print(json.dumps({{"status": outcome.exit_status(), "forwarded": outcome.forwarded}}))
 """
@@ -544,7 +544,7 @@ def test_no_signal_race_is_reported_while_children_keep_exiting() -> None:
     that resets the handlers (as a wrapper's lease thread may take them), never meet a handler
     being reset: nothing is left unraisable. Before the fix this failed within ~2,000 turns
     (under cron, once in ~100 firings, as a traceback in the job's log)."""
-    from cronwrap.supervise import _SignalsToPipe
+    from cronwrap.process.supervise import _SignalsToPipe
 
     unraisable: list[object] = []
     previous_hook = sys.unraisablehook

@@ -30,7 +30,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from cronwrap import procs
+from cronwrap.process import procs
 from cronwrap.ledger import sql
 from cronwrap.model import Status
 from tests.conftest import CW, REPO

@@ -19,8 +19,8 @@ def test_every_module_is_on_the_map() -> None:
         relative = source.relative_to(package)
         if source.name in ("__init__.py", "__main__.py") and len(relative.parts) == 1:
             continue
-        shown = f"`{relative.parts[0]}/`" if len(relative.parts) > 1 else f"`{source.name}`"
-        if shown not in table:
+        shown = {f"`{relative.as_posix()}`", f"`{relative.parts[0]}/`"}
+        if not any(name in table for name in shown):
             missing.append(str(relative))
     assert not missing, f"modules ARCHITECTURE.md §1 does not list: {missing}"
 
@@ -122,13 +122,26 @@ def _imported(source: Path, name: str) -> list[str]:
     return [m for m in found if m != "cronwrap"]
 
 
+def _only_a_docstring(package: Path) -> bool:
+    """Whether a package's ``__init__`` holds nothing but its docstring (a wing's face)."""
+    import ast
+
+    init = package / "__init__.py"
+    if not init.is_file():
+        return False
+    body = ast.parse(init.read_text(encoding="utf-8")).body
+    return all(isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) for node in body)
+
+
 def _verdict(module: str, pure: dict[str, Path]) -> str | None:
     """Why the pure core may not import ``module`` (None: it may)."""
     import sys
 
     top = module.partition(".")[0]
     if top == "cronwrap":
-        return None if module in pure else "a module of cronwrap outside the pure core"
+        if module in pure or _only_a_docstring(REPO.joinpath(*module.split("."))):
+            return None
+        return "a module of cronwrap outside the pure core"
     if top in sys.stdlib_module_names:
         io = [m for m in IO_MODULES if module == m or module.startswith(f"{m}.")]
         return f"a module of the standard library that does I/O ({io[0]})" if io else None
@@ -154,3 +167,36 @@ def test_the_pure_core_imports_no_io() -> None:
             if why:
                 bad.append(f"{name} imports {module}: {why}")
     assert not bad, "the pure core imports what does I/O:\n" + "\n".join(sorted(set(bad)))
+
+
+# The floors of ARCHITECTURE.md §1, top to bottom: a module imports only from its own floor or
+# below (at load, in a function, or for the type checker). testing.py stands outside, above all.
+FLOORS = [
+    {"cli", "admin"},
+    {"read", "commands"},
+    {"run"},
+    {"process", "ledger", "options"},
+    {"redact", "schedule", "crontab"},
+    {"model", "errors", "record", "paths", "stdio", "textsafe"},
+]
+
+
+def _floor(module: str) -> int | None:
+    wing = module.split(".")[1] if module.count(".") else None
+    return next((i for i, floor in enumerate(FLOORS) if wing in floor), None)
+
+
+def test_wings_import_downward_only() -> None:
+    climbing = []
+    for source in sorted((REPO / "cronwrap").rglob("*.py")):
+        parts = source.relative_to(REPO).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if name in ("cronwrap", "cronwrap.__main__", "cronwrap.testing"):
+            continue
+        own = _floor(name)
+        assert own is not None, f"{name} is on no floor of ARCHITECTURE.md §1"
+        for module in _imported(source, name):
+            floor = _floor(module) if module.startswith("cronwrap.") else None
+            if floor is not None and floor < own:
+                climbing.append(f"{name} imports {module}")
+    assert not climbing, "imports that climb a floor:\n" + "\n".join(sorted(set(climbing)))

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from cronwrap.catchup import MAX_MARKS, plan_firing, plan_manual
+from cronwrap.run.catchup import MAX_MARKS, plan_firing, plan_manual
 from cronwrap.model import Mark, SlotRun
 from cronwrap.errors import UsageError
 from cronwrap.schedule import Schedule, run_key

@@ -134,7 +134,7 @@ def test_run_does_not_import_the_command_table(tmp_path):
     """``run`` has its own parser (runargs.py over spec.OPTIONS): the other commands'
     declarations and typer stay off every cron firing."""
     modules = modules_of_a_firing(tmp_path, ["run", "-n", "x", "--", "true"])
-    assert "cronwrap.runner" in modules  # it did run
+    assert "cronwrap.run.runner" in modules  # it did run
     assert not {"cronwrap.commands", "cronwrap.admin", "typer"} & modules
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cronwrap import spec
-from cronwrap.config import (BUILT_IN, CLI_SOURCE, Config, _Locator, find_config, job_name_of,
+from cronwrap.options import spec
+from cronwrap.options.config import (BUILT_IN, CLI_SOURCE, Config, _Locator, find_config, job_name_of,
                              load_config, merge)
 from cronwrap.errors import ConfigError, UsageError
 
@@ -362,7 +362,7 @@ def test_config_is_a_record_with_empty_defaults():
 
 def test_loading_a_good_file_imports_nothing_heavy(tmp_path):
     path = write(tmp_path, SAMPLE)
-    code = ("import sys; from pathlib import Path; from cronwrap import config; "
+    code = ("import sys; from pathlib import Path; from cronwrap.options import config; "
             f"c = config.load_config(Path({str(path)!r})); config.merge({{}}, {{}}, c, 'settle'); "
             "print(sorted(m for m in ('difflib', 'typer', 'rich', 'dataclasses') "
             "if m in sys.modules))")

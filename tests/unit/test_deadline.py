@@ -8,7 +8,7 @@ import signal
 import threading
 import time
 
-from cronwrap.deadline import CpuBudget
+from cronwrap.redact.deadline import CpuBudget
 
 HOSTILE = re.compile(rb"(x+x+)+y")
 

@@ -22,7 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from cronwrap import config, errors, hooks, jobenv, spec
+from cronwrap.options import config, spec
+from cronwrap import errors
+from cronwrap.run import hooks, jobenv
 from cronwrap.model import Run
 from tools.docs.facts import (
     ETC_CONFIG, HOME_DIRS, README_BEGIN, README_END, ROOT_DIRS, USER_CONFIG, all_commands,
@@ -394,5 +396,5 @@ def test_every_registry_is_read_by_the_docs() -> None:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     found, unread = proc.stdout.splitlines()[-2:]
-    assert "cronwrap.model.STATUS_MEANINGS" in found and "cronwrap.spec.OPTIONS" in found
+    assert "cronwrap.model.STATUS_MEANINGS" in found and "cronwrap.options.spec.OPTIONS" in found
     assert unread == "[]", f"registries the docs do not read: {unread}"

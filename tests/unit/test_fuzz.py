@@ -23,8 +23,10 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from cronwrap import config, crontab, durations, firing, runargs, schedule, spec
-from cronwrap.catchup import plan_firing, plan_manual
+from cronwrap.options import config, durations, runargs, spec
+from cronwrap import crontab, model, schedule
+from cronwrap.run import firing
+from cronwrap.run.catchup import plan_firing, plan_manual
 from cronwrap.errors import CronwrapError, UsageError
 
 from tests.conftest import cronwrap_argv
@@ -143,7 +145,7 @@ def test_a_job_name_is_refused_or_becomes_one_safe_file_name(name):
     on_disk = file_name(job.name)
     assert on_disk not in ("", ".", "..") and "/" not in on_disk and "\0" not in on_disk
     assert len((on_disk + ".lock").encode()) <= 255
-    assert (on_disk == name) == spec.valid_name(name)  # plain names stay readable in ls
+    assert (on_disk == name) == model.valid_name(name)  # plain names stay readable in ls
 
 
 @FUZZ

@@ -10,8 +10,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from cronwrap import config, hooks, redact, runargs, spec
-from cronwrap.durations import SMALLEST, TEN_YEARS, DurationTooLarge, parse_duration
+from cronwrap.options import config, runargs, spec
+from cronwrap.run import hooks
+from cronwrap.redact import redactor as redact
+from cronwrap.options.durations import SMALLEST, TEN_YEARS, DurationTooLarge, parse_duration
 from cronwrap.errors import ConfigError, UsageError
 
 LIMITS = [o for o in spec.OPTIONS if o.parse is spec.time_limit]

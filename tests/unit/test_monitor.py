@@ -11,12 +11,12 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from cronwrap import monitor
+from cronwrap.read import monitoring as monitor
 from cronwrap.errors import PathError
 from cronwrap.model import JobSummary, Run
-from cronwrap.monitor import check, prometheus, write_textfile
-from cronwrap.picture import history_picture, sparkline
-from cronwrap.report import CRITICAL, OK, WARNING, JobReport
+from cronwrap.read.monitoring import check, prometheus, write_textfile
+from cronwrap.read.picture import history_picture, sparkline
+from cronwrap.read.report import CRITICAL, OK, WARNING, JobReport
 
 UTC = timezone.utc
 NOW = datetime(2026, 3, 2, 12, 0, 0, tzinfo=UTC)

@@ -49,7 +49,7 @@ def test_a_file_another_opener_writes_is_checked_by_its_name(tmp_path):
 
 
 def test_an_outbox_entry_is_never_written_through_another_name(tmp_path):
-    from cronwrap import outbox
+    from cronwrap.run import outbox
     from cronwrap.model import Finish, Run
 
     run = Run(run_id=7, job="j", run_key="k", scheduled_at=None, trigger="schedule",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cronwrap import policy
+from cronwrap.run import policy
 from cronwrap.model import Reason, Run, Status
-from cronwrap.supervise import Outcome
+from cronwrap.process.supervise import Outcome
 
 
 def outcome(**kw) -> Outcome:
@@ -60,7 +60,7 @@ def test_success_and_warning_exit_codes_choose_the_status():
 
 
 def spec(**kw):
-    from cronwrap.spec import JobSpec
+    from cronwrap.options.spec import JobSpec
 
     return JobSpec(command=["true"], **{**dict(on_failure="fail", on_success="ok",
                                                on_warning="look"), **kw})
@@ -97,7 +97,7 @@ def test_a_success_faster_than_min_duration_is_a_too_fast_warning():
 
 
 def test_the_usual_duration_is_a_p95_of_at_least_five_runs():
-    from cronwrap.report import p95
+    from cronwrap.read.report import p95
 
     assert p95([1.0, 2.0, 3.0, 4.0]) is None
     assert p95([5.0, 1.0, 2.0, 3.0, 4.0]) == 5.0

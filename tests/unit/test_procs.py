@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from cronwrap import procs
+from cronwrap.process import procs
 
 
 @pytest.mark.parametrize(("first", "sent"), [

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cronwrap import redact
-from cronwrap.redact import (CARRY, MAX_PEM, Redactor, compile_pattern, redact_window,
+from cronwrap.redact import redactor as redact
+from cronwrap.redact.redactor import (CARRY, MAX_PEM, Redactor, compile_pattern, redact_window,
                              secret_values)
 
 SECRETS = {
@@ -250,7 +250,7 @@ BUDGET = 3.0  # CPU seconds per MiB: linear code takes well under a tenth of it
 
 
 def within_budget(work) -> bool:
-    from cronwrap.deadline import CpuBudget
+    from cronwrap.redact.deadline import CpuBudget
 
     return CpuBudget(step=BUDGET, total=BUDGET).run(work)
 
@@ -373,7 +373,7 @@ def test_a_hostile_pattern_is_cut_short_line_by_line_then_in_all():
     run's total is spent the rest is hidden."""
     import re
 
-    from cronwrap.deadline import CpuBudget
+    from cronwrap.redact.deadline import CpuBudget
 
     hostile = re.compile(rb"(x+x+)+y")  # as compile_pattern would refuse it
     polynomial = compile_pattern(r"\s*\s*\s*\s*x", "--redact")  # accepted, yet O(n^4)

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from cronwrap.errors import UsageError
-from cronwrap.retry import (DEFAULT_RETRY_ON, TIMEOUT, backoff, fits_before_next_slot,
-                            parse_retry_on, should_retry)
+from cronwrap.options.spec import retry_codes as parse_retry_on
+from cronwrap.run.retry import DEFAULT_RETRY_ON, TIMEOUT, backoff, fits_before_next_slot, should_retry
 
 NOW = datetime(2026, 3, 2, 12, 0, 5, tzinfo=timezone.utc)
 TEMPFAIL = frozenset({75})

@@ -6,7 +6,7 @@ import unicodedata
 
 import pytest
 
-from cronwrap.logview import Terminal
+from cronwrap.read.logs import Terminal
 from cronwrap.textsafe import safe_text
 
 

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from cronwrap import pages, serve
+from cronwrap.read import pages, serve
 from cronwrap.errors import UsageError
 from cronwrap.model import ClaimRequest, Finish, JobInfo, Run
 from cronwrap.ledger.sqlite import SqliteLedger
@@ -198,6 +198,6 @@ def test_a_status_with_no_colour_of_its_own_is_still_drawn():
 def test_run_never_imports_the_server(tmp_path):
     modules = modules_of_a_firing(tmp_path, ["run", "-n", "imports", "--schedule",
                                              "*/5 * * * *", "--", "true"])
-    assert "cronwrap.runner" in modules and "cronwrap.attempt" in modules  # it did run
+    assert "cronwrap.run.runner" in modules and "cronwrap.run.attempt" in modules  # it did run
     assert [m for m in modules if m.split(".")[0] == "waitress"
-            or m in ("cronwrap.serve", "cronwrap.pages")] == []
+            or m in ("cronwrap.read.serve", "cronwrap.read.pages")] == []

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cronwrap import spec
-from cronwrap.spec import OPTIONS, JobSpec
+from cronwrap.options import spec
+from cronwrap.options.spec import OPTIONS, JobSpec
 
 
 def test_jobspec_declares_one_field_per_option_in_the_order_of_the_table():

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from cronwrap.table import Cell, Screen, render_table, render_text
+from cronwrap.read.table import Cell, Screen, render_table, render_text
 
 WORDS = ["a", "ok", "failed", "succeeded (overlap)", "5m ago", "host-a:1234 lease 2m fence 17",
          "critical", "late: 3 slots passed without a run", "-", "job-007", "x" * 30,

@@ -40,7 +40,7 @@ def test_mypy_holds_a_jobspec_to_its_fields(tmp_path: Path) -> None:
     snippet = tmp_path / "uses_spec.py"
     snippet.write_text(
         "from pathlib import Path\n"
-        "from cronwrap.spec import JobSpec\n\n\n"
+        "from cronwrap.options.spec import JobSpec\n\n\n"
         "def fine(spec: JobSpec) -> tuple[str, float, Path | None]:\n"
         "    return spec.overlap, spec.timeout, spec.lock_file\n\n\n"
         "def wrong_type(spec: JobSpec) -> int:\n"

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from cronwrap import __version__, commands, config, hooks, jobenv, spec
+from cronwrap import __version__, commands
+from cronwrap.options import config, spec
+from cronwrap.run import hooks, jobenv
 
 from tools.docs.facts import (
     ETC_CONFIG, README_BEGIN, README_END, SEE_ALSO, TOML_SEE_ALSO, USER_CONFIG, all_commands,

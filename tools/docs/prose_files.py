@@ -4,7 +4,9 @@ the variables a job and a hook see, and the examples.
 
 from __future__ import annotations
 
-from cronwrap import attempt, errors, locks, model, runlog
+from cronwrap.run import attempt, runlog
+from cronwrap import errors, model
+from cronwrap.process import locks
 from cronwrap.model import STATUS_MEANINGS, Status
 from cronwrap.schedule.zones import ZONE_VARIABLES
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from cronwrap import (catchup, commands, deadline, errors, monitor, picture, redact, retry, runlog,
-                      serve, stdio, supervise)
+from cronwrap.run import catchup, retry, runlog
+from cronwrap import commands, errors, stdio
+from cronwrap.redact import deadline, redactor as redact
+from cronwrap.read import monitoring as monitor, picture, serve
+from cronwrap.process import supervise
 from cronwrap.admin import CRONTAB_MAX
 
 from tools.docs.facts import (

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from cronwrap import config, errors, spec
+from cronwrap.options import config, spec
+from cronwrap import errors
 
 from tools.docs.facts import (
     Block, ETC_CONFIG, Example, USER_CONFIG, XDG_CONFIG, choices, size_text)

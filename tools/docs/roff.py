@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from typing import Iterable
-from cronwrap import spec
+from cronwrap.options import spec
 from cronwrap.commands import Param
 
 from tools.docs.facts import (

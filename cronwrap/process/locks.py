@@ -25,7 +25,7 @@ import signal
 import time
 from pathlib import Path
 
-from cronwrap import procs
+from cronwrap.process import procs
 from cronwrap.errors import LockError, PathError
 from cronwrap.paths import check_dir, ensure_private_dir, file_name, open_private
 from cronwrap.record import Record

@@ -37,7 +37,7 @@ import select
 import signal
 import time
 
-from cronwrap import procs
+from cronwrap.process import procs
 from cronwrap.errors import (
     EXIT_KILLED,
     EXIT_NOT_EXECUTABLE,

@@ -14,23 +14,16 @@ import math
 import signal as _signal
 from pathlib import Path
 
-from cronwrap.durations import DurationTooLarge, parse_duration
+from cronwrap.options.durations import DurationTooLarge, parse_duration
 from cronwrap.errors import UsageError
+from cronwrap.model import ALNUM, Status, valid_name
 from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
     from re import Pattern
     from typing import Any, Callable, Mapping
 
-# Checked by hand rather than with re: compiling patterns is import time on every firing.
-_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-_NAME_CHARS = _ALNUM | frozenset("._-")
-_ENV_CHARS = _ALNUM | frozenset("_")
-
-
-def valid_name(text: str) -> bool:
-    """``[A-Za-z0-9][A-Za-z0-9._-]{0,127}``: a job name, safe as a file name."""
-    return 0 < len(text) <= 128 and text[0] in _ALNUM and _NAME_CHARS.issuperset(text)
+_ENV_CHARS = ALNUM | frozenset("_")
 
 
 def small_number(text: str, digits: int = 7) -> bool:
@@ -153,7 +146,7 @@ REPEAT_SEPARATOR = "\n"
 def redact_patterns(text: str, label: str) -> tuple[Pattern[bytes], ...]:
     """One regular expression per line (``--redact``, repeatable), compiled: a pattern that
     does not compile is refused before anything runs."""
-    from cronwrap.redact import compile_pattern
+    from cronwrap.redact.redactor import compile_pattern
 
     patterns = []
     for line in text.split(REPEAT_SEPARATOR):
@@ -227,10 +220,28 @@ def count(text: str, label: str) -> int:
     return int(text)
 
 
-def retry_codes(text: str, label: str) -> frozenset[int | str]:
-    from cronwrap.retry import parse_retry_on
+def retry_codes(text: str, label: str = "--retry-on") -> frozenset[int | str]:
+    """``75``, ``75,111``, ``1-255``, ``75,timeout``: exit statuses (1-255, ranges allowed) and
+    the word ``timeout``."""
+    members: set[int | str] = set()
+    for part in text.split(","):
+        word = part.strip().lower()
+        if word == Status.TIMEOUT:
+            members.add(Status.TIMEOUT.value)
+            continue
+        low, sep, high = word.partition("-")
+        first, last = _exit_code(low), _exit_code(high) if sep else _exit_code(low)
+        if first is None or last is None or first > last:
+            raise UsageError(f"{label}: {part.strip()!r} is not an exit status 1-255, a range "
+                             "such as 64-78, or 'timeout' (example: 75,timeout)")
+        members.update(range(first, last + 1))
+    return frozenset(members)
 
-    return parse_retry_on(text, label)
+
+def _exit_code(text: str) -> int | None:
+    if not (0 < len(text) <= 3 and text.isascii() and text.isdigit()):
+        return None  # '²'.isdigit() is True, but int('²') fails
+    return int(text) if 1 <= int(text) <= 255 else None
 
 
 def command_text(text: str, label: str) -> str:
@@ -240,7 +251,7 @@ def command_text(text: str, label: str) -> str:
 
 
 def ping_url(text: str, label: str) -> str:
-    from cronwrap.redact import parse_ping_url
+    from cronwrap.redact.redactor import parse_ping_url
 
     return parse_ping_url(text, label)
 

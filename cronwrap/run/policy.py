@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from typing import Protocol
 
     from cronwrap.model import Run
-    from cronwrap.spec import JobSpec
+    from cronwrap.options.spec import JobSpec
 
     class Outcome(Protocol):
         """How a supervised job ended (supervise.Outcome has these and more)."""
@@ -65,7 +65,7 @@ def retry_delay(spec: JobSpec, status: str, exit_code: int | None, duration_ms: 
     is given up (PAST_NEXT_SLOT: the next firing is the better retry). ``attempt``: the
     ledger's attempt number of the run that ended; ``first``: the one this invocation began
     with."""
-    from cronwrap import retry
+    from cronwrap.run import retry
 
     if spec.retries == 0 or not retry.should_retry(status, exit_code, spec.retry_on, attempt,
                                                    spec.retries, spec.max_attempts,

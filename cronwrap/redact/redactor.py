@@ -237,7 +237,7 @@ def compile_pattern(text: str, label: str) -> Pattern[bytes]:
     (backtrack.py)."""
     import re
 
-    from cronwrap.backtrack import catastrophic
+    from cronwrap.redact.backtrack import catastrophic
 
     source = text.encode("utf-8", "surrogateescape")
     try:

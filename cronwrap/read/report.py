@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from cronwrap.durations import format_duration
+from cronwrap.options.durations import format_duration
 from cronwrap.model import BAD_STATUSES, DONE_STATUSES, JobSummary, Run, Status, iso
 from cronwrap.record import TYPE_CHECKING, Record
-from cronwrap.table import Cell, Screen, render_table, render_text
+from cronwrap.read.table import Cell, Screen, render_table, render_text
 from cronwrap.textsafe import safe_text
 
 if TYPE_CHECKING:
@@ -254,7 +254,7 @@ def render_runs(runs: list[Run], now: datetime) -> None:
             for r in runs]
     out = []
     if runs:
-        from cronwrap.picture import history_picture
+        from cronwrap.read.picture import history_picture
 
         picture = history_picture(runs, 60, now)
         out += [render_text(picture.plain(), screen, _offsets(picture)), "\n"]

@@ -14,16 +14,16 @@ import stat
 from datetime import datetime
 from pathlib import Path
 
-from cronwrap.durations import format_duration
+from cronwrap.options.durations import format_duration
 from cronwrap.errors import (CHECK_CRITICAL, CHECK_OK, CHECK_UNKNOWN, CHECK_WARNING, PathError)
 from cronwrap.model import FINAL_STATUSES, Status
 from cronwrap.record import TYPE_CHECKING, Record
-from cronwrap.report import CRITICAL, OK, WARNING
+from cronwrap.read.report import CRITICAL, OK, WARNING
 from cronwrap.textsafe import safe_text
 
 if TYPE_CHECKING:
     from cronwrap.model import Run
-    from cronwrap.report import JobReport
+    from cronwrap.read.report import JobReport
 
 STATE_WORDS = {CHECK_OK: "OK", CHECK_WARNING: "WARNING", CHECK_CRITICAL: "CRITICAL",
                CHECK_UNKNOWN: "UNKNOWN"}

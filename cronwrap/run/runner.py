@@ -14,27 +14,28 @@ from __future__ import annotations
 import random
 import time
 
-from cronwrap import locks, outbox, policy
-from cronwrap.attempt import Attempt, execute
+from cronwrap.process import locks
+from cronwrap.run import outbox, policy
+from cronwrap.run.attempt import Attempt, execute
 from cronwrap.errors import LedgerError
-from cronwrap.firing import (FiringPlan, Timing, history_since, is_manual,
+from cronwrap.run.firing import (FiringPlan, Timing, history_since, is_manual,
                              needs_recorded_schedule, plan_firing, resolve_timing)
-from cronwrap.invocation import Invocation, LocalLock, World
+from cronwrap.run.invocation import Invocation, LocalLock, World
 from cronwrap.ledger.url import open_ledger
 from cronwrap.model import (DONE_STATUSES, Claim, Event, JobInfo, Mark, Reason, Run, SlotRun,
                             Status, Trigger, iso)
 from cronwrap.paths import check_parent, ensure_private_dir
 from cronwrap.record import TYPE_CHECKING
-from cronwrap.spec import JobSpec
+from cronwrap.options.spec import JobSpec
 from cronwrap.stdio import warn
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any, Callable
 
-    from cronwrap.hooks import HookResult
-    from cronwrap.invocation import Supervising
-    from cronwrap.keeper import JobProcess, SuperviseSpec
+    from cronwrap.run.hooks import HookResult
+    from cronwrap.run.invocation import Supervising
+    from cronwrap.process.keeper import JobProcess, SuperviseSpec
     from cronwrap.ledger import base
     from cronwrap.stdio import Passthrough
 
@@ -45,12 +46,12 @@ def real_world() -> World:
     def supervisor(spec: SuperviseSpec, on_output: Callable[[int, bytes], None],
                    on_spawn: Callable[[JobProcess], None] | None,
                    passthrough: Passthrough | None) -> Supervising:
-        from cronwrap.supervise import Supervisor  # not on a firing that runs nothing
+        from cronwrap.process.supervise import Supervisor  # not on a firing that runs nothing
 
         return Supervisor(spec, on_output, on_spawn, passthrough)
 
     def run_hook(command: str, env: dict[str, str], timeout: float) -> HookResult:
-        from cronwrap.hooks import run_hook as run  # only when a hook is due
+        from cronwrap.run.hooks import run_hook as run  # only when a hook is due
 
         return run(command, env, timeout)
 
@@ -251,7 +252,7 @@ def after_slot(inv: Invocation, ledger: base.Ledger | None, attempt: Attempt) ->
     hook, alert = policy.choose_hook(spec, result.status, streak)
     if hook is None:
         return
-    from cronwrap import hooks
+    from cronwrap.run import hooks
 
     env = hooks.hook_env(attempt.env, result.status, attempt.exit_status, result.duration_ms,
                          result.error_tail, alert, result.skip_reason)

@@ -27,7 +27,7 @@ def now() -> datetime:
 
 
 def job_name(name: str) -> str:
-    from cronwrap.spec import job_name as checked
+    from cronwrap.options.spec import job_name as checked
 
     return checked(name, "NAME")
 
@@ -43,7 +43,7 @@ def ledger(db: str | None, read_only: bool = False):
 
 def ledger_url(db: str | None) -> str | None:
     """--db, else CRONWRAP_DB, else the config file's db, checked; None: the embedded one."""
-    from cronwrap.spec import ledger_url as checked
+    from cronwrap.options.spec import ledger_url as checked
 
     url, label = db, "--db"
     if not url and os.environ.get("CRONWRAP_DB"):
@@ -55,7 +55,7 @@ def ledger_url(db: str | None) -> str | None:
 
 def config():
     """The config file this host's jobs read, loaded (None when there is none)."""
-    from cronwrap import config as files
+    from cronwrap.options import config as files
 
     path = files.find_config(os.environ)
     return None if path is None else files.load_config(path)
@@ -72,7 +72,7 @@ def log_dirs(name: str) -> list[Path]:
     """The log directories the operator configured here, where ``logs`` may read captured
     output: CRONWRAP_LOG_DIR, log-dir of the config file's [jobs.NAME] and [defaults], and
     the default. Never a path the ledger names: a shared ledger's writer chooses those."""
-    from cronwrap import spec
+    from cronwrap.options import spec
     from cronwrap.paths import resolve_dirs
 
     option = spec.BY_LONG["log-dir"]
@@ -102,8 +102,8 @@ def status(names: list[str] | None, since: str, as_json: bool, output_format: st
 
 def _status(names, since, as_json, output_format, textfile, check, max_age, warn_duration,
             db) -> int:
-    from cronwrap import report
-    from cronwrap.durations import parse_duration
+    from cronwrap.read import report
+    from cronwrap.options.durations import parse_duration
 
     if output_format not in FORMATS:
         raise UsageError(f"--format: {output_format!r} is not one of table, json, prometheus")
@@ -126,10 +126,10 @@ def _status(names, since, as_json, output_format, textfile, check, max_age, warn
 
 
 def _show_status(reports, taken, output_format, textfile, check, limits, p95) -> int:
-    from cronwrap import report
+    from cronwrap.read import report
 
     if textfile or check or output_format == "prometheus":
-        from cronwrap import monitor
+        from cronwrap.read import monitoring as monitor
 
         if textfile:
             monitor.write_textfile(textfile, monitor.prometheus(reports, taken))
@@ -156,7 +156,7 @@ def _json(value: object) -> str:
 # -- history, logs, explain --------------------------------------------------------------------
 
 def history(name: str, limit: int, as_json: bool, db: str | None) -> int:
-    from cronwrap import report
+    from cronwrap.read import report
 
     name = job_name(name)
     taken = now()
@@ -175,7 +175,7 @@ def history(name: str, limit: int, as_json: bool, db: str | None) -> int:
 def logs(name: str, run_id: int | None, last: bool, follow: bool, raw: bool,
          db: str | None) -> int:
     """``last`` (--last) is what no RUN_ID means anyway."""
-    from cronwrap import logview
+    from cronwrap.read import logs as logview
 
     name = job_name(name)
     dirs = log_dirs(name)
@@ -189,7 +189,8 @@ def logs(name: str, run_id: int | None, last: bool, follow: bool, raw: bool,
 
 def explain(expression: str, tz: str | None, count: int, start: str | None,
             as_json: bool) -> int:
-    from cronwrap import report, schedule as sched
+    from cronwrap.read import report
+    from cronwrap import schedule as sched
 
     host = sched.system_zone_name()
     zone, zone_name = sched.resolve_zone(tz, os.environ, host)

@@ -8,7 +8,6 @@ the schedule: the next firing is the better retry.
 
 from __future__ import annotations
 
-from cronwrap.errors import UsageError
 from cronwrap.model import Status
 from cronwrap.record import TYPE_CHECKING
 
@@ -21,31 +20,6 @@ EX_TEMPFAIL = 75  # sysexits.h: "temporary failure, try again later"
 DEFAULT_RETRY_ON: frozenset[int | str] = frozenset({EX_TEMPFAIL})
 RETRYABLE_STATUSES = (Status.FAILED, Status.TIMEOUT)  # never killed: a signal from outside, or a lost lease
 _MAX_DOUBLINGS = 60  # 2**60 × any sane base is beyond any cap; keeps the float finite
-
-
-def parse_retry_on(text: str, label: str = "--retry-on") -> frozenset[int | str]:
-    """``75``, ``75,111``, ``1-255``, ``75,timeout``: exit statuses (1-255, ranges allowed) and
-    the word ``timeout``. The signature is spec.py's value-parser shape, so it can sit in the
-    option table directly."""
-    members: set[int | str] = set()
-    for part in text.split(","):
-        word = part.strip().lower()
-        if word == TIMEOUT:
-            members.add(TIMEOUT)
-            continue
-        low, sep, high = word.partition("-")
-        first, last = _code(low), _code(high) if sep else _code(low)
-        if first is None or last is None or first > last:
-            raise UsageError(f"{label}: {part.strip()!r} is not an exit status 1-255, a range "
-                             "such as 64-78, or 'timeout' (example: 75,timeout)")
-        members.update(range(first, last + 1))
-    return frozenset(members)
-
-
-def _code(text: str) -> int | None:
-    if not (0 < len(text) <= 3 and text.isascii() and text.isdigit()):
-        return None  # '²'.isdigit() is True, but int('²') fails
-    return int(text) if 1 <= int(text) <= 255 else None
 
 
 def should_retry(status: str, exit_code: int | None, retry_on: frozenset[int | str],

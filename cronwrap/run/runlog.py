@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from cronwrap.model import Event
-    from cronwrap.redact import Redactor, Stream
+    from cronwrap.redact.redactor import Redactor, Stream
 
 EVENT_FIELDS = ("ts", "event", "job", "host", "pid", "run_id", "run_key", "attempt", "trigger",
                 "scheduled_at", "status", "skip_reason", "exit_code", "duration_ms")
@@ -257,7 +257,7 @@ class OutputCapture:
     def _redacted_tail(self) -> bytes:
         """The kept tail, redacted with what came before it as context: the ring's older
         bytes, or the head's end when nothing was left out between them."""
-        from cronwrap.redact import redact_window
+        from cronwrap.redact.redactor import redact_window
 
         assert self.redactor is not None
         ring = bytes(self.tail)

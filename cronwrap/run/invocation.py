@@ -5,24 +5,25 @@ from __future__ import annotations
 
 import os
 
-from cronwrap import policy, procs
-from cronwrap.firing import Timing
+from cronwrap.run import policy
+from cronwrap.process import procs
+from cronwrap.run.firing import Timing
 from cronwrap.model import ClaimRequest, Event, JobInfo, Run, SlotRun, iso
 from cronwrap.paths import resolve_dirs
 from cronwrap.record import TYPE_CHECKING, Record
-from cronwrap.runlog import EventLog
+from cronwrap.run.runlog import EventLog
 from cronwrap.stdio import warn
 
 if TYPE_CHECKING:
     from random import Random
     from typing import Any, Callable, Protocol
 
-    from cronwrap.hooks import HookResult, Pinger
-    from cronwrap.keeper import JobProcess, Outcome, SuperviseSpec
+    from cronwrap.run.hooks import HookResult, Pinger
+    from cronwrap.process.keeper import JobProcess, Outcome, SuperviseSpec
     from cronwrap.ledger.base import Ledger
-    from cronwrap.locks import Lock
-    from cronwrap.redact import Redactor
-    from cronwrap.spec import JobSpec
+    from cronwrap.process.locks import Lock
+    from cronwrap.redact.redactor import Redactor
+    from cronwrap.options.spec import JobSpec
     from cronwrap.stdio import Passthrough
 
     class Supervising(Protocol):
@@ -84,7 +85,7 @@ class Invocation:
         self.pinger: Pinger | None = None
         self.redactor: Redactor | None = None  # the job's secrets, once its environment is known
         if spec.ping:
-            from cronwrap import hooks  # subprocess and threads: only for a job that pings
+            from cronwrap.run import hooks  # subprocess and threads: only for a job that pings
 
             self.pinger = hooks.Pinger(spec.ping)
         self.settings = job_settings(spec)

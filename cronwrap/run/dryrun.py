@@ -11,13 +11,13 @@ from __future__ import annotations
 import sys
 
 from cronwrap.errors import LedgerError
-from cronwrap.firing import Timing, needs_recorded_schedule, plan_firing, resolve_timing
-from cronwrap.invocation import Invocation
+from cronwrap.run.firing import Timing, needs_recorded_schedule, plan_firing, resolve_timing
+from cronwrap.run.invocation import Invocation
 from cronwrap.ledger.url import open_ledger
 from cronwrap.model import DONE_STATUSES, Reason, SlotRun, Status, Trigger
 from cronwrap.record import TYPE_CHECKING
-from cronwrap.runner import history, real_world, recorded_job
-from cronwrap.spec import JobSpec
+from cronwrap.run.runner import history, real_world, recorded_job
+from cronwrap.options.spec import JobSpec
 
 if TYPE_CHECKING:
     from cronwrap.ledger import base
@@ -65,7 +65,7 @@ def header(inv: Invocation, timing: Timing) -> str:
 
 def lock_lines(inv: Invocation) -> list[str]:
     """The local lock, looked at without taking it: a real firing skips while it is held."""
-    from cronwrap import locks
+    from cronwrap.process import locks
 
     spec = inv.spec
     if spec.lock == "none" or spec.overlap == "allow":

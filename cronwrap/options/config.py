@@ -24,7 +24,8 @@ from pathlib import Path
 
 from cronwrap.errors import ConfigError, UsageError
 from cronwrap.record import TYPE_CHECKING, Record
-from cronwrap import spec
+from cronwrap.model import valid_name
+from cronwrap.options import spec
 
 if TYPE_CHECKING:
     from typing import Any, Mapping
@@ -274,7 +275,7 @@ def table_label(job: str | None) -> str:
     """``[jobs.settle]``, ``[jobs."db.backup"]``; a name's control characters escaped."""
     if job is None:
         return "[defaults]"
-    bare = spec.valid_name(job) and "." not in job
+    bare = valid_name(job) and "." not in job
     return f"[jobs.{job}]" if bare else f'[jobs."{shown(job)}"]'
 
 

@@ -83,7 +83,7 @@ class OutputFile:
     holds it, then read on from where the last copy stopped."""
 
     def __init__(self, log_dirs: list[Path], run: Run) -> None:
-        from cronwrap.runlog import output_path
+        from cronwrap.run.runlog import output_path
 
         self.dirs = log_dirs
         self.relative = output_path(Path(), run.job, run.run_id, run.attempt)

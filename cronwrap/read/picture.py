@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from cronwrap.durations import format_duration
+from cronwrap.options.durations import format_duration
 from cronwrap.model import Run, Status
 from cronwrap.record import Record
 

@@ -1,6 +1,6 @@
 """``cronwrap run``'s command line: a lean parser over the option table in spec.py (typer's
-parameter machinery would cost every cron firing ~130 ms), the config file merged under it,
-and the hand-over to the runner (or the dry run)."""
+parameter machinery would cost every cron firing ~130 ms), and the config file merged
+under it. cli.run_command checks the result into a ``JobSpec`` and hands it to the runner."""
 
 from __future__ import annotations
 
@@ -8,42 +8,13 @@ import os
 import sys
 
 from cronwrap.errors import UsageError
-from cronwrap.stdio import warn
 
 RUN_USAGE = "usage: cronwrap run [OPTIONS] [--] COMMAND [ARG…]"
 
 
-def run_command(args: list[str]) -> int:
-    from cronwrap.spec import build_spec
-
-    given, command = parse_run_args(args)
-    if given is None:
-        return 0  # --help was printed
-    values, labels = with_config(given, command)
-    spec = build_spec(command, values, os.environ, lambda: os.uname().nodename, labels,
-                      warn=warn)
-    if spec.dry_run:
-        from cronwrap import dryrun as runner
-    else:
-        from cronwrap import runner
-
-    status = runner.run(spec, dict(os.environ))
-    # Leave without interpreter teardown: nothing is left to clean, and closing the SQLite
-    # connection would checkpoint the WAL (two fsyncs, ~15 ms) on every cron firing; the next
-    # connection, or SQLite's auto-checkpoint, takes care of the WAL. Nothing of the run's
-    # is buffered in sys.stdout/stderr (stdio.py writes unbuffered): the job's status stands
-    # whatever a flush would meet (a full disk, a closed pipe).
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(status)
-
-
 def with_config(given: dict, command: list[str]) -> tuple[dict, dict | None]:
     """Command line > environment > [jobs.NAME] > [defaults] > built-in (ARCHITECTURE.md §8)."""
-    from cronwrap import config
+    from cronwrap.options import config
 
     path = config.find_config(os.environ)
     if path is None:
@@ -55,7 +26,7 @@ def with_config(given: dict, command: list[str]) -> tuple[dict, dict | None]:
 
 def parse_run_args(args: list[str]) -> tuple[dict | None, list[str]]:
     """Options up to ``--`` or the first word that is not an option (as GNU timeout)."""
-    from cronwrap.spec import BY_LONG, BY_SHORT, REPEAT_SEPARATOR
+    from cronwrap.options.spec import BY_LONG, BY_SHORT, REPEAT_SEPARATOR
 
     given: dict[str, str | bool] = {}
     i = 0
@@ -95,7 +66,7 @@ def parse_run_args(args: list[str]) -> tuple[dict | None, list[str]]:
 
 
 def run_help() -> str:
-    from cronwrap.spec import OPTIONS
+    from cronwrap.options.spec import OPTIONS
 
     lines = [RUN_USAGE, "",
              "Run COMMAND (no shell) under a lock, a hard timeout and the run ledger.",

@@ -35,9 +35,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, unquote_plus
 
-from cronwrap import pages
+from cronwrap.read import pages
 from cronwrap.commands import default
-from cronwrap.durations import parse_duration
+from cronwrap.options.durations import parse_duration
 from cronwrap.errors import CronwrapError, PathError, UsageError
 from cronwrap.model import JobSummary, Run, Status
 from cronwrap.record import TYPE_CHECKING, Record
@@ -396,7 +396,7 @@ class Dashboard:
         return within(self.deadline, task)
 
     def reports(self, ledger: base.Ledger, now: datetime, names: list[str] | None = None):
-        from cronwrap import report
+        from cronwrap.read import report
 
         return report.job_reports(ledger, now - SINCE, names, now)
 
@@ -410,7 +410,7 @@ class Dashboard:
         return html(200, self.read(work))  # type: ignore[arg-type]
 
     def metrics(self) -> Response:
-        from cronwrap import monitor
+        from cronwrap.read import monitoring as monitor
 
         exposition = self.read(lambda ledger, now: monitor.prometheus(self.reports(ledger, now), now))
         return Response(200, str(exposition).encode("utf-8"), PROMETHEUS, [])
@@ -421,7 +421,7 @@ class Dashboard:
         return Response(200, b"ok\n" + note, TEXT, [])
 
     def api_status(self) -> Response:
-        from cronwrap import report
+        from cronwrap.read import report
 
         reports, now = self.read(lambda ledger, now: (self.reports(ledger, now), now))  # type: ignore[misc]
         return self.json(reports, lambda r: report.report_json(r, now))
@@ -580,7 +580,7 @@ def explain(rep, now: datetime):
 
 def run_events(run: Run, log_dirs: list[Path]) -> list[dict]:
     """The run's events in this host's run logs (the log directories ``logs`` reads)."""
-    from cronwrap.runlog import read_events
+    from cronwrap.run.runlog import read_events
 
     found = []
     for directory in log_dirs:
@@ -596,8 +596,8 @@ def run_events(run: Run, log_dirs: list[Path]) -> list[dict]:
 def captured_output(run: Run, log_dirs: list[Path]) -> tuple[str | None, str]:
     """The end of the run's output file (read as ``logs`` reads it: below a trusted log
     directory, no symlink), else the ledger's tail of it."""
-    from cronwrap.logview import open_below
-    from cronwrap.runlog import output_path
+    from cronwrap.read.logs import open_below
+    from cronwrap.run.runlog import output_path
 
     relative = output_path(Path(), run.job, run.run_id, run.attempt)
     for directory in log_dirs:
@@ -626,7 +626,7 @@ def serve(app: Dashboard, listen: Listen, made: bool = False, threads: int = THR
     import signal
 
     try:
-        from cronwrap import webserver
+        from cronwrap.read import webserver
     except ImportError:
         raise UsageError("serve needs the waitress package: reinstall cronwrap "
                          "(pip install .) to get its dependencies") from None

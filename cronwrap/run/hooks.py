@@ -17,12 +17,12 @@ import signal
 import threading
 import time
 
-from cronwrap import procs
+from cronwrap.process import procs
 from cronwrap.errors import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SIGNAL_BASE
-from cronwrap.jobenv import exec_values
+from cronwrap.run.jobenv import exec_values
 from cronwrap.model import DONE_STATUSES
 from cronwrap.record import Record
-from cronwrap.redact import split_userinfo, url as redact
+from cronwrap.redact.redactor import split_userinfo, url as redact
 
 TAIL_BYTES = 4096  # of a hook's output kept, and of the job's output given to a hook
 PING_BODY_BYTES = 10 * 1024

@@ -9,24 +9,24 @@ from __future__ import annotations
 
 import time
 
-from cronwrap import outbox, policy
-from cronwrap.deadline import CpuBudget
-from cronwrap.durations import format_duration
+from cronwrap.run import outbox, policy
+from cronwrap.redact.deadline import CpuBudget
+from cronwrap.options.durations import format_duration
 from cronwrap.errors import LedgerError
-from cronwrap.jobenv import cron_zone, job_environment
-from cronwrap.lease import Heartbeat
+from cronwrap.run.jobenv import cron_zone, job_environment
+from cronwrap.run.lease import Heartbeat
 from cronwrap.model import Claim, Event, Finish, Reason, Run, Status
-from cronwrap.redact import Redactor, secret_values
+from cronwrap.redact.redactor import Redactor, secret_values
 from cronwrap.record import TYPE_CHECKING, Record
-from cronwrap.runlog import RunFiles
+from cronwrap.run.runlog import RunFiles
 from cronwrap.stdio import Passthrough, warn
 
 if TYPE_CHECKING:
-    from cronwrap import locks
-    from cronwrap.invocation import Invocation
-    from cronwrap.keeper import JobProcess, Outcome
+    from cronwrap.process import locks
+    from cronwrap.run.invocation import Invocation
+    from cronwrap.process.keeper import JobProcess, Outcome
     from cronwrap.ledger import base
-    from cronwrap.spec import JobSpec
+    from cronwrap.options.spec import JobSpec
 
 FINISH_RETRIES = 3
 FINISH_DB_WAIT = 10.0  # a finish waits at most this long for a full server (then: the outbox)
@@ -45,7 +45,7 @@ class Attempt(Record):
 def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
             lock: locks.Lock | None) -> Attempt:
     """Run the job of ``claim`` to its end and record it (``ledger`` None: unrecorded)."""
-    from cronwrap.supervise import SuperviseSpec
+    from cronwrap.process.supervise import SuperviseSpec
 
     spec, run = inv.spec, claim.run
     assert run is not None and run.fence is not None

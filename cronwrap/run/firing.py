@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from cronwrap.model import JobInfo, Mark
     from cronwrap.schedule import Schedule
-    from cronwrap.spec import JobSpec
+    from cronwrap.options.spec import JobSpec
 
 
 class Timing(Record):
@@ -103,7 +103,7 @@ def plan_firing(spec: JobSpec, timing: Timing, now: float,
     plans as the job's first)."""
     if timing.schedule is None:
         return FiringPlan([minute_slot(now)])
-    from cronwrap import catchup
+    from cronwrap.run import catchup
 
     if is_manual(spec):
         runs = catchup.plan_manual(timing.schedule, date=spec.date, at=spec.at,

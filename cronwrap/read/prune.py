@@ -27,7 +27,7 @@ from pathlib import Path
 from cronwrap.errors import PathError
 from cronwrap.paths import check_dir, file_name
 from cronwrap.record import TYPE_CHECKING, Record
-from cronwrap.runlog import EVENTS_FILE, prune_event_logs, prune_outputs
+from cronwrap.run.runlog import EVENTS_FILE, prune_event_logs, prune_outputs
 
 if TYPE_CHECKING:
     from typing import Callable, Container, Iterable

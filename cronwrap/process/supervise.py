@@ -28,8 +28,8 @@ import select
 import signal
 import threading
 
-from cronwrap import procs
-from cronwrap.keeper import (
+from cronwrap.process import procs
+from cronwrap.process.keeper import (
     ABORT,
     FORWARDED_SIGNALS,
     IGNORED_SIGNALS,
