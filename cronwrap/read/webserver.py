@@ -38,7 +38,10 @@ from waitress.utilities import RequestEntityTooLarge
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from socket import _RetAddress, socket
+    from wsgiref.types import WSGIApplication
+
+    from waitress.wasyncore import _SocketMap
 
 HEADER_DEADLINE = 10.0  # seconds to send a request's header, from the connection or last answer
 PER_CLIENT = 20  # connections waiting for a header, per client address (a browser opens six)
@@ -51,7 +54,9 @@ NO_BODY = b"413 Content Too Large: cronwrap serve takes no request body\n"
 
 
 class NoBody(RequestEntityTooLarge):
-    def to_response(self, ident: str | None = None) -> tuple[str, list[tuple[str, str]], bytes]:
+    # types-waitress says the body is str; waitress's own Error.to_response returns bytes.
+    def to_response(  # type: ignore[override]
+            self, ident: str | None = None) -> tuple[str, list[tuple[str, str]], bytes]:
         return "413 Content Too Large", [("Content-Type", "text/plain; charset=utf-8")], NO_BODY
 
 
@@ -74,7 +79,8 @@ class Channel(HTTPChannel):
 
     parser_class = Parser
 
-    def __init__(self, server: Server, sock, addr, adj: Adjustments, map=None) -> None:
+    def __init__(self, server: Server, sock: socket, addr: _RetAddress, adj: Adjustments,
+                 map: _SocketMap | None = None) -> None:
         super().__init__(server, sock, addr, adj, map)
         self.waiting_since: float | None = time.monotonic()
         server.guard.admit(self)
@@ -135,18 +141,26 @@ class Server(TcpWSGIServer):
     """One listening socket; ``guard`` is shared by every socket of the ``serve``."""
 
     channel_class = Channel
+    # types-waitress declares active_channels as one channel: waitress keeps a dict by fd.
+    active_channels: dict[int, Channel]  # type: ignore[assignment]
+    # Set by waitress's constructor from getsockname() (numeric strings); not in types-waitress.
+    effective_host: str
+    effective_port: str
 
-    def __init__(self, *args, guard: Guard, **kwargs) -> None:
+    def __init__(self, application: WSGIApplication, map: _SocketMap, *,
+                 dispatcher: ThreadedTaskDispatcher, adj: Adjustments,
+                 sockinfo: tuple[int, int, int | None, _RetAddress], guard: Guard) -> None:
         self.guard = guard
-        super().__init__(*args, **kwargs)
+        super().__init__(application, map, dispatcher=dispatcher, adj=adj, sockinfo=sockinfo)
         guard.servers.append(self)
 
     def maintenance(self, now: float) -> None:  # every adj.cleanup_interval, in the loop
-        super().maintenance(now)
+        # types-waitress says int; waitress passes time.time().
+        super().maintenance(now)  # type: ignore[arg-type]
         self.guard.enforce_deadline(list(self.active_channels.values()))
 
 
-def create(app: Callable, host: str, port: int, threads: int,
+def create(app: WSGIApplication, host: str, port: int, threads: int,
            guard: Guard | None = None) -> tuple[MultiSocketServer, list[tuple[str, int]]]:
     """Bind every address ``host`` resolves to (as waitress does) and return the server, not
     yet running, with the addresses actually bound (numeric host, port). OSError when an
@@ -162,13 +176,15 @@ def create(app: Callable, host: str, port: int, threads: int,
     # waitress counts each socket's listener and wake-up pipe too; one connection beyond the
     # total is accepted so that admit() can close a waiting one for it.
     adj.connection_limit = guard.total + 2 * len(adj.listen) + 1
-    socket_map: dict = {}
+    socket_map: _SocketMap = {}
     dispatcher = ThreadedTaskDispatcher()
     servers: list[Server] = []
     try:
+        # types-waitress: listen is list[str], the option as given; Adjustments turns it into
+        # (family, socktype, proto, sockaddr) tuples.
         for info in adj.listen:
             servers.append(Server(app, socket_map, dispatcher=dispatcher, adj=adj,
-                                  sockinfo=info, guard=guard))
+                                  sockinfo=info, guard=guard))  # type: ignore[arg-type]
     except BaseException:
         for server in servers:
             server.close()
