@@ -23,11 +23,15 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
 from cronwrap.commands import COMMANDS, GROUPS, SUMMARY, Command, Param
 from cronwrap.errors import EXIT_CRONWRAP, UsageError
+from cronwrap.record import TYPE_CHECKING
 from cronwrap.stdio import warn, write_utf8
 # What every command reads first (ledger, config file, log directories) lives in reads.py, where
 # the read commands run without typer.
 from cronwrap.read.reads import config as _config, ledger as _ledger, ledger_url as _ledger_url
 from cronwrap.read.reads import log_dirs as _log_dirs, now as _now
+
+if TYPE_CHECKING:
+    from cronwrap.process.locks import Holder, LockState
 
 
 def app(args: list[str]) -> int:
@@ -72,9 +76,9 @@ def _typer(help: str) -> typer.Typer:
 def _function(command: Command) -> Callable[..., int]:
     """A function whose signature typer reads as the command's parameters, and which calls
     the command's own function with them (and the words typer left, as ``command.rest``)."""
-    def call(**values: object) -> int:
-        if command.rest:
-            values[command.rest] = list(values.pop("ctx").args)  # type: ignore[attr-defined]
+    def call(ctx: typer.Context | None = None, **values: object) -> int:
+        if command.rest and ctx is not None:
+            values[command.rest] = list(ctx.args)
         return command.call(values)
 
     params = [inspect.Parameter(p.dest, inspect.Parameter.KEYWORD_ONLY, default=_typer_param(p),
@@ -146,14 +150,14 @@ def _lock_file(name: str, given: str | None) -> tuple[Path, Path]:
     merged = config.merge({} if given is None else {"lock-file": given}, os.environ, _config(),
                           name)
     value = merged.values.get("lock-file")
-    if value is None:
+    if not isinstance(value, str):  # not set (lock-file is no flag: never a bool)
         return locks.default_lock_file(lock_dir, name), lock_dir
     return spec.path(value, merged.label("lock-file")), lock_dir
 
 
-def _lock_line(name: str, state, removed) -> str:
-    """One line about the job's local lock (``state``: locks.LockState; ``removed``: the
-    holder whose stale record unlock removed, or None)."""
+def _lock_line(name: str, state: LockState, removed: Holder | None) -> str:
+    """One line about the job's local lock (``removed``: the holder whose stale record
+    unlock removed, or None)."""
     where = f"{name}: lock {state.path}"
     if not state.exists:
         return f"{name}: no lock file {state.path} on this host"
@@ -169,11 +173,11 @@ def _lock_line(name: str, state, removed) -> str:
     return f"{where} is free"
 
 
-def _pids(holder) -> str:
+def _pids(holder: Holder) -> str:
     return f"wrapper pid {holder.pid}" + (f", job pid {holder.job_pid}" if holder.job_pid else "")
 
 
-def _holder(state) -> str:
+def _holder(state: LockState) -> str:
     """Who the holder record names, each process alive or gone."""
     holder = state.holder
     if holder is None:

@@ -41,7 +41,7 @@ def show(ledger: base.Ledger, job: str, run_id: int | None, follow: bool,
                          f"({safe_text(run.status)})")
     source, out = OutputFile(log_dirs, run), Terminal() if escape else Raw()
     source.copy_to(out)
-    state = run.shown_status(ledger.now())
+    state: str | None = run.shown_status(ledger.now())
     while follow and state == Status.RUNNING:
         time.sleep(FOLLOW_POLL)
         source.copy_to(out)
@@ -136,9 +136,10 @@ def open_below(root: Path, relative: Path) -> int | None:
     path = root
     for part, flags in [(d, DIR_FLAGS) for d in dirs] + [(leaf, FILE_FLAGS)]:
         path = path / part
-        fd = _open_at(fd, part, flags, path)
-        if fd is None:
+        opened = _open_at(fd, part, flags, path)
+        if opened is None:
             return None
+        fd = opened
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise PathError(f"{path} is not a regular file; cronwrap refuses to read it")

@@ -96,7 +96,8 @@ def _critical_reasons(report: JobReport, now: datetime, max_age: float | None) -
     s, reasons = report.summary, []
     last = s.last_run
     shown = last.shown_status(now) if last else None
-    if shown in CRITICAL_LAST and not (shown == Status.MISSED and report.missed > 0):
+    if last is not None and shown in CRITICAL_LAST \
+            and not (shown == Status.MISSED and report.missed > 0):
         detail = ", ".join(d for d in (last.skip_reason, None if last.exit_code is None
                                        else f"exit {last.exit_code}") if d)
         reasons.append(shown + (f" ({detail})" if detail else ""))

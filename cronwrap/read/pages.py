@@ -157,7 +157,7 @@ def overview(reports: list[JobReport], strips: dict[str, str], now: datetime,
         body = ("<h1>cronwrap</h1><p>No jobs recorded yet: run one with "
                 "<code>cronwrap run -n NAME -- COMMAND</code>.</p>")
         return document("all jobs", "./", body, REFRESH_OVERVIEW, site)
-    counts = {}
+    counts: dict[str, int] = {}
     for rep in ordered:
         counts[rep.health] = counts.get(rep.health, 0) + 1
     tally = ", ".join(f'<span class="sev-{severity(k)}">{n} {h(k)}</span>'
@@ -266,7 +266,7 @@ def runs_table(base: str, runs: list[Run], now: datetime, pager: Pager) -> str:
 def chart_svg(runs: list[Run], rep: JobReport | None, now: datetime) -> str:
     """Durations over time: a dot per run that has one (coloured by status), a mark on the
     axis for each slot without one (missed, skipped), and the late stretch shaded."""
-    timed = [(r.started_at or r.scheduled_at, r) for r in runs if r.started_at or r.scheduled_at]
+    timed = [(t, r) for r in runs if (t := r.started_at or r.scheduled_at)]
     if not timed:
         return '<p class="muted">No runs to chart yet.</p>'
     start = min(t for t, _ in timed)
@@ -305,7 +305,7 @@ def chart_svg(runs: list[Run], rep: JobReport | None, now: datetime) -> str:
 
 # -- one run -----------------------------------------------------------------------------------
 
-def run_page(run: Run, events: list[dict], output: str | None, output_source: str,
+def run_page(run: Run, events: list[dict[str, object]], output: str | None, output_source: str,
              now: datetime, site: Site = Site(), root: str = "../../../") -> str:
     """Every ledger field of the run, its events from this host's run log, its output."""
     fields = run.to_json(now)
@@ -323,7 +323,7 @@ def run_page(run: Run, events: list[dict], output: str | None, output_source: st
     return document(f"{run.job} run {run.run_id}", root, "".join(parts), refresh, site)
 
 
-def events_table(events: list[dict]) -> str:
+def events_table(events: list[dict[str, object]]) -> str:
     if not events:
         return '<p class="muted">No events for this run in this host\'s run log.</p>'
     keys = ("ts", "event", "host", "attempt", "status", "skip_reason", "exit_code", "duration_ms")

@@ -11,12 +11,14 @@ from cronwrap.model import Run, Status
 from cronwrap.record import Record
 
 
-MARKS = {Status.SUCCEEDED: ("✓", "green"), Status.WARNING: ("!", "yellow"),
-         Status.FAILED: ("✗", "red"),
-         Status.TIMEOUT: ("T", "magenta"), Status.KILLED: ("K", "red"),
-         Status.SKIPPED: ("·", "dim"), Status.MISSED: ("○", "yellow"),
-         Status.RUNNING: ("▶", "cyan"), Status.ABANDONED: ("?", "yellow")}
-WORDS = {Status.SUCCEEDED: "ok"}
+# Keyed by the stored string (Run.status): a row may hold a status this release does not know.
+MARKS: dict[str, tuple[str, str]] = {
+    Status.SUCCEEDED: ("✓", "green"), Status.WARNING: ("!", "yellow"),
+    Status.FAILED: ("✗", "red"),
+    Status.TIMEOUT: ("T", "magenta"), Status.KILLED: ("K", "red"),
+    Status.SKIPPED: ("·", "dim"), Status.MISSED: ("○", "yellow"),
+    Status.RUNNING: ("▶", "cyan"), Status.ABANDONED: ("?", "yellow")}
+WORDS: dict[str, str] = {Status.SUCCEEDED: "ok"}
 BARS = "▁▂▃▄▅▆▇█"
 
 
@@ -69,7 +71,7 @@ def _style_runs(line: int, styles: list[str]) -> list[tuple[int, int, int, str]]
 
 
 def _legend(shown: list[str], durations: list[float | None],
-            codes: list[int | None]) -> tuple[str, list]:
+            codes: list[int | None]) -> tuple[str, list[tuple[int, int, int, str]]]:
     """Counts per status; for the bad ones, the exit statuses cronwrap returned (timeouts:
     124, or 137 when KILL was needed)."""
     if not shown:

@@ -17,7 +17,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from cronwrap.errors import CHECK_UNKNOWN, CronwrapError, UsageError
+from cronwrap.record import TYPE_CHECKING
 from cronwrap.stdio import write_utf8
+
+if TYPE_CHECKING:
+    from cronwrap.ledger import base
+    from cronwrap.options.config import Config
+    from cronwrap.read.report import JobReport
 
 FORMATS = ("table", "json", "prometheus")
 
@@ -32,7 +38,7 @@ def job_name(name: str) -> str:
     return checked(name, "NAME")
 
 
-def ledger(db: str | None, read_only: bool = False):
+def ledger(db: str | None, read_only: bool = False) -> base.Ledger:
     """The ledger the command names (``ledger_url``), opened. read_only: status, history and
     logs read a ledger on a read-only or full disk."""
     from cronwrap.ledger.url import open_ledger
@@ -53,7 +59,7 @@ def ledger_url(db: str | None) -> str | None:
     return checked(url, label) if url else None
 
 
-def config():
+def config() -> Config | None:
     """The config file this host's jobs read, loaded (None when there is none)."""
     from cronwrap.options import config as files
 
@@ -65,7 +71,9 @@ def _config_db() -> tuple[str | None, str]:
     """The [defaults] db of the config file: the ledger the jobs on this host use."""
     loaded = config()
     value = loaded.defaults.get("db") if loaded else None
-    return (str(value), loaded.where(None, "db")) if value else (None, "")
+    if loaded is None or not value:
+        return None, ""
+    return str(value), loaded.where(None, "db")
 
 
 def log_dirs(name: str) -> list[Path]:
@@ -78,10 +86,11 @@ def log_dirs(name: str) -> list[Path]:
     option = spec.BY_LONG["log-dir"]
     found = [spec.path(os.environ[option.env], option.env)] if os.environ.get(option.env) else []
     loaded = config()
-    sections = [(name, loaded.jobs.get(name, {})), (None, loaded.defaults)] if loaded else []
-    for section, values in sections:
-        if values.get("log-dir"):
-            found.append(spec.path(values["log-dir"], loaded.where(section, "log-dir")))
+    if loaded is not None:
+        for section, values in [(name, loaded.jobs.get(name, {})), (None, loaded.defaults)]:
+            value = values.get("log-dir")
+            if isinstance(value, str) and value:  # log-dir is no flag: never a bool
+                found.append(spec.path(value, loaded.where(section, "log-dir")))
     return list(dict.fromkeys([*found, resolve_dirs(os.environ).logs]))
 
 
@@ -100,8 +109,9 @@ def status(names: list[str] | None, since: str, as_json: bool, output_format: st
         return CHECK_UNKNOWN
 
 
-def _status(names, since, as_json, output_format, textfile, check, max_age, warn_duration,
-            db) -> int:
+def _status(names: list[str] | None, since: str, as_json: bool, output_format: str,
+            textfile: str | None, check: bool, max_age: str | None, warn_duration: str | None,
+            db: str | None) -> int:
     from cronwrap.read import report
     from cronwrap.options.durations import parse_duration
 
@@ -125,7 +135,9 @@ def _status(names, since, as_json, output_format, textfile, check, max_age, warn
                         limits, p95)
 
 
-def _show_status(reports, taken, output_format, textfile, check, limits, p95) -> int:
+def _show_status(reports: list[JobReport], taken: datetime, output_format: str,
+                 textfile: str | None, check: bool, limits: list[float | None],
+                 p95: dict[str, float]) -> int:
     from cronwrap.read import report
 
     if textfile or check or output_format == "prometheus":

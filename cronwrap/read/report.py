@@ -19,6 +19,8 @@ from cronwrap.textsafe import safe_text
 
 if TYPE_CHECKING:
     from cronwrap.ledger import base
+    from cronwrap.read.picture import Picture
+    from cronwrap.schedule import Explanation, Schedule
 
 OK, WARNING, CRITICAL = "ok", "warning", "critical"
 
@@ -44,7 +46,7 @@ class JobReport(Record):
 
 LATE_GRACE = timedelta(seconds=90)  # the slot-mapping tolerance: a firing may still come
 MAX_LATE = 1000
-_PLANS: dict[tuple[str, str | None], object] = {}  # parsed schedules, by (schedule, tz)
+_PLANS: dict[tuple[str, str | None], Schedule | None] = {}  # parsed schedules, by (schedule, tz)
 
 
 def assess(summary: JobSummary, now: datetime, missed: int = 0, late: int = 0,
@@ -81,7 +83,8 @@ def warning_detail(run: Run) -> str:
 def job_reports(ledger: base.Ledger, since: datetime, names: list[str] | None,
                 now: datetime) -> list[JobReport]:
     reports = []
-    known: dict[tuple, tuple[datetime | None, int]] = {}  # jobs on one schedule share its slots
+    # jobs on one schedule share its slots
+    known: dict[tuple[str | None, str | None, datetime | None], tuple[datetime | None, int]] = {}
     for summary in ledger.summaries(since, names):
         key = (summary.schedule, summary.tz, summary.last_slot)
         if key not in known:
@@ -166,11 +169,11 @@ def schedule_state(summary: JobSummary, now: datetime) -> tuple[datetime | None,
     return plan.next_after(now), late
 
 
-def run_json(run: Run | None, now: datetime) -> dict | None:
+def run_json(run: Run | None, now: datetime) -> dict[str, object] | None:
     return None if run is None else run.to_json(now)
 
 
-def report_json(report: JobReport, now: datetime) -> dict:
+def report_json(report: JobReport, now: datetime) -> dict[str, object]:
     s = report.summary
     return {
         "job": s.job, "schedule": s.schedule, "tz": s.tz,
@@ -195,10 +198,11 @@ def duration_text(run: Run | None) -> str:
     return format_duration(run.duration_ms / 1000)
 
 
-_COLOURS = {Status.SUCCEEDED: "green", Status.WARNING: "yellow", Status.FAILED: "red",
-            Status.TIMEOUT: "magenta",
-            Status.KILLED: "red", Status.SKIPPED: "dim", Status.MISSED: "yellow",
-            Status.RUNNING: "cyan", Status.ABANDONED: "yellow"}
+_COLOURS: dict[str, str] = {  # by Run.status, the stored string
+    Status.SUCCEEDED: "green", Status.WARNING: "yellow", Status.FAILED: "red",
+    Status.TIMEOUT: "magenta",
+    Status.KILLED: "red", Status.SKIPPED: "dim", Status.MISSED: "yellow",
+    Status.RUNNING: "cyan", Status.ABANDONED: "yellow"}
 _HEALTH = {OK: "green", WARNING: "yellow", CRITICAL: "bold red"}
 
 
@@ -260,14 +264,14 @@ def render_runs(runs: list[Run], now: datetime) -> None:
         out += [render_text(picture.plain(), screen, _offsets(picture)), "\n"]
     out.append(render_table(RUN_COLUMNS, rows, screen))
     last_bad = next((r for r in runs if r.status in BAD_STATUSES and r.error_tail), None)
-    if last_bad is not None:
+    if last_bad is not None and last_bad.error_tail:
         heading = safe_text(f"last output of run {last_bad.run_id} ({last_bad.status}):")
         out += ["\n", render_text(heading, screen, style="bold"),
                 render_text(safe_text(last_bad.error_tail.rstrip()[-1500:], lines=True), screen)]
     _write("".join(out))
 
 
-def _offsets(picture) -> list[tuple[int, int, str]]:
+def _offsets(picture: Picture) -> list[tuple[int, int, str]]:
     """The picture's style spans as offsets into ``picture.plain()``."""
     starts = [0]
     for line in picture.lines:
@@ -295,7 +299,7 @@ def usual_p95(ledger: base.Ledger, reports: list[JobReport]) -> dict[str, float]
     return p95
 
 
-def render_explain(result) -> None:
+def render_explain(result: Explanation) -> None:
     screen = Screen.of_stdout()
     same = not result.cron or result.cron == result.expression
     head = f"{result.expression} in {result.tz}" + ("" if same else f" (= {result.cron})")

@@ -43,9 +43,15 @@ from cronwrap.model import JobSummary, Run, Status
 from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from typing import TypeVar
+    from wsgiref.types import StartResponse, WSGIEnvironment
 
     from cronwrap.ledger import base
+    from cronwrap.read.report import JobReport
+    from cronwrap.schedule import Explanation
+
+    T = TypeVar("T")
 
 # The window of counts and missed slots: status's, its --since default.
 SINCE = timedelta(seconds=parse_duration(default("status", "since"), "--since"))
@@ -163,7 +169,7 @@ class Auth:
         tag = hmac.new(self.token, b"cronwrap serve cookie", "sha256").hexdigest()[:12]
         self.cookie = f"cronwrap-{tag}"
 
-    def admits(self, environ: dict) -> bool:
+    def admits(self, environ: WSGIEnvironment) -> bool:
         scheme, _, given = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
         if scheme.lower() == "bearer" and same(given.strip(), self.token):
             return True
@@ -184,7 +190,7 @@ def cookie_value(header: str, name: str) -> str | None:
 
 
 def keep_token(token: str, listen: Listen, port: int,
-               environ: dict[str, str] | os._Environ = os.environ) -> Path:
+               environ: dict[str, str] | os._Environ[str] = os.environ) -> Path:
     """A token made at start, kept for its user (to paste, or for curl) in STATE/serve/
     HOST-PORT.token: a private directory (0700, yours), a new file (0600, O_EXCL and
     O_NOFOLLOW: never through a link) renamed into place."""
@@ -213,26 +219,27 @@ class Deadline(Exception):
     """The ledger did not answer in time."""
 
 
-def within(seconds: float, work: Callable[[], object]) -> object:
+def within(seconds: float, work: Callable[[], T]) -> T:
     """``work()`` in a daemon thread, waited for at most ``seconds``: a ledger that hangs
     holds its thread, not the request (nor the server's exit)."""
-    box: dict[str, object] = {}
+    value: list[T] = []
+    error: list[BaseException] = []
     done = threading.Event()
 
     def target() -> None:
         try:
-            box["value"] = work()
+            value.append(work())
         except BaseException as exc:  # handed to the request thread, raised there
-            box["error"] = exc
+            error.append(exc)
         finally:
             done.set()
 
     threading.Thread(target=target, daemon=True, name="cronwrap-ledger").start()
     if not done.wait(seconds):
         raise Deadline(f"the ledger did not answer within {seconds:g}s")
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["value"]
+    if error:
+        raise error[0]
+    return value[0]
 
 
 class Response(Record):
@@ -267,7 +274,7 @@ def here(path: str, query: str = "") -> str:
     return "./" + path.rpartition("/")[2] + (f"?{query}" if query else "")
 
 
-def json_array(items: list, encode: Callable[[object], dict]) -> Iterator[bytes]:
+def json_array(items: Sequence[T], encode: Callable[[T], dict[str, object]]) -> Iterator[bytes]:
     """``json.dumps([encode(i) for i in items], indent=2)`` and a newline, a batch of items at
     a time: the answer's text is never whole in memory."""
     if not items:
@@ -311,7 +318,7 @@ class Dashboard:
     def site(self) -> pages.Site:
         return pages.Site(ledger=self.label, open=self.auth is None)
 
-    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         method = environ.get("REQUEST_METHOD", "GET")
         try:
             response = self.respond(environ, method)
@@ -330,14 +337,14 @@ class Dashboard:
         start_response(f"{response.status} {REASONS.get(response.status, '')}", headers)
         return [] if method == "HEAD" else body
 
-    def respond(self, environ: dict, method: str) -> Response:
+    def respond(self, environ: WSGIEnvironment, method: str) -> Response:
         raw = environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
         path, _, query = raw.partition("?")
         query = query or environ.get("QUERY_STRING", "")
         params = {k: v[-1] for k, v in parse_qs(query).items()}
         if self.auth is not None:
             if "token" in params:
-                return self.sign_in(params["token"], path, query, environ)
+                return self.sign_in(self.auth, params["token"], path, query, environ)
             if not self.auth.admits(environ):
                 return unauthorized()
         if method not in ("GET", "HEAD"):
@@ -351,14 +358,15 @@ class Dashboard:
         except CronwrapError as exc:  # LedgerError and kin: one line, passwords redacted
             return self.unavailable(f"the ledger did not answer: {exc}", root)
 
-    def sign_in(self, given: str, path: str, query: str, environ: dict) -> Response:
+    def sign_in(self, auth: Auth, given: str, path: str, query: str,
+                environ: WSGIEnvironment) -> Response:
         """``?token=TOKEN``: a redirect to the same page without it, setting the session
         cookie, so the token leaves the address bar at once."""
-        if not same(given, self.auth.token):  # type: ignore[union-attr]
+        if not same(given, auth.token):
             return unauthorized()
         kept = "&".join(p for p in query.split("&")
                         if p and unquote_plus(p.partition("=")[0]) != "token")
-        cookie = self.auth.set_cookie(environ.get("SCRIPT_NAME", "") + "/")  # type: ignore[union-attr]
+        cookie = auth.set_cookie(environ.get("SCRIPT_NAME", "") + "/")
         return text(303, "signed in", [("Location", here(path, kept)), ("Set-Cookie", cookie)])
 
     def route(self, seg: list[str], params: dict[str, str], root: str, path: str) -> Response:
@@ -383,10 +391,10 @@ class Dashboard:
 
     # -- reading the ledger
 
-    def read(self, work: Callable[[base.Ledger, datetime], object]) -> object:
+    def read(self, work: Callable[[base.Ledger, datetime], T]) -> T:
         now = self.clock()
 
-        def task() -> object:
+        def task() -> T:
             ledger = self.open_ledger()
             try:
                 return work(ledger, now)
@@ -395,7 +403,8 @@ class Dashboard:
 
         return within(self.deadline, task)
 
-    def reports(self, ledger: base.Ledger, now: datetime, names: list[str] | None = None):
+    def reports(self, ledger: base.Ledger, now: datetime,
+                names: list[str] | None = None) -> list[JobReport]:
         from cronwrap.read import report
 
         return report.job_reports(ledger, now - SINCE, names, now)
@@ -407,7 +416,7 @@ class Dashboard:
             reports = self.reports(ledger, now)
             return pages.overview(reports, self.strips.get(ledger, reports, now), now, self.site)
 
-        return html(200, self.read(work))  # type: ignore[arg-type]
+        return html(200, self.read(work))
 
     def metrics(self) -> Response:
         from cronwrap.read import monitoring as monitor
@@ -423,7 +432,7 @@ class Dashboard:
     def api_status(self) -> Response:
         from cronwrap.read import report
 
-        reports, now = self.read(lambda ledger, now: (self.reports(ledger, now), now))  # type: ignore[misc]
+        reports, now = self.read(lambda ledger, now: (self.reports(ledger, now), now))
         return self.json(reports, lambda r: report.report_json(r, now))
 
     def api_history(self, name: str, params: dict[str, str]) -> Response:
@@ -435,7 +444,7 @@ class Dashboard:
             return text(400, "before: a run id (a positive number)")
         count = int(limit)
 
-        def work(ledger: base.Ledger, now: datetime) -> tuple | None:
+        def work(ledger: base.Ledger, now: datetime) -> tuple[list[Run], datetime] | None:
             runs = ledger.runs(name, count + 1, before=None if before is None else int(before))
             if not runs and ledger.job_info(name) is None:
                 return None
@@ -444,14 +453,14 @@ class Dashboard:
         found = self.read(work)
         if found is None:
             return Response(404, b"[]\n", JSON, [])
-        runs, now = found  # type: ignore[misc]
+        runs, now = found
         extra = []
         if len(runs) > count:  # older runs: the next page's URL, relative to this one
             runs = runs[:count]
             extra.append(("Link", f'<history?limit={count}&before={runs[-1].run_id}>; rel="next"'))
         return self.json(runs, lambda r: r.to_json(now), extra)
 
-    def json(self, items: list, encode: Callable[[object], dict],
+    def json(self, items: Sequence[T], encode: Callable[[T], dict[str, object]],
              extra: list[tuple[str, str]] | None = None) -> Response:
         return Response(200, json_array(items, encode), JSON, extra or [])
 
@@ -482,20 +491,20 @@ class Dashboard:
         text_page = self.read(work)
         if text_page is None:
             return self.not_found("No such job", f"The ledger has no job named {name!r}.", root)
-        return html(200, text_page)  # type: ignore[arg-type]
+        return html(200, text_page)
 
     def run(self, name: str, run_id: str, root: str = "../../../") -> Response:
         if not is_run_id(run_id):
             return self.not_found("No such run", "A run id is a number.", root)
 
-        def work(ledger: base.Ledger, now: datetime) -> tuple | None:
+        def work(ledger: base.Ledger, now: datetime) -> tuple[Run, datetime] | None:
             run = ledger.get_run(name, int(run_id))
             return None if run is None else (run, now)
 
         found = self.read(work)
         if found is None:
             return self.not_found("No such run", f"The job {name!r} has no run {run_id}.", root)
-        run, now = found  # type: ignore[misc]
+        run, now = found
         dirs = self.log_dirs(name)
         output, source = captured_output(run, dirs)
         return html(200, pages.run_page(run, run_events(run, dirs), output, source, now,
@@ -531,13 +540,13 @@ class Strips:
     1 s on a million-run ledger, against a few milliseconds for the jobs that changed."""
 
     def __init__(self) -> None:
-        self.kept: dict[str, tuple[tuple, list[Run], str | None]] = {}
+        self.kept: dict[str, tuple[tuple[object, ...], list[Run], str | None]] = {}
         self.lock = threading.Lock()
 
-    def get(self, ledger: base.Ledger, reports: list, now: datetime) -> dict[str, str]:
+    def get(self, ledger: base.Ledger, reports: list[JobReport], now: datetime) -> dict[str, str]:
         with self.lock:
             kept = dict(self.kept)
-        fresh: dict[str, tuple[tuple, list[Run], str | None]] = {}
+        fresh: dict[str, tuple[tuple[object, ...], list[Run], str | None]] = {}
         drawn: dict[str, str] = {}
         for rep in reports:
             job, key = rep.summary.job, fingerprint(rep.summary)
@@ -553,7 +562,7 @@ class Strips:
         return drawn
 
 
-def fingerprint(s: JobSummary) -> tuple:
+def fingerprint(s: JobSummary) -> tuple[object, ...]:
     """What changes when any run of the job is added or changes (its status, its lease)."""
     last = s.last_run
     return (s.last_seen, s.last_slot, s.last_success_at, tuple(sorted(s.counts.items())),
@@ -561,15 +570,15 @@ def fingerprint(s: JobSummary) -> tuple:
             tuple((r.run_id, r.fence, r.locked_until) for r in s.running))
 
 
-def explain(rep, now: datetime):
+def explain(rep: JobReport | None, now: datetime) -> tuple[Explanation | None, str]:
     """``explain``'s next fire times and notes for the job's recorded schedule, and the
     schedule in words; (None, "") when there is none or this version cannot read it."""
     from cronwrap import schedule as sched
     from cronwrap.schedule.explanation import in_words
 
-    if rep is None or not rep.summary.schedule:
+    s = None if rep is None else rep.summary
+    if s is None or not s.schedule:
         return None, ""
-    s = rep.summary
     try:
         zone = sched.load_zone(s.tz or "UTC")
         result = sched.explain(s.schedule, zone, s.tz or "UTC", sched.system_zone_name(), now, 5)
@@ -578,11 +587,11 @@ def explain(rep, now: datetime):
         return None, ""
 
 
-def run_events(run: Run, log_dirs: list[Path]) -> list[dict]:
+def run_events(run: Run, log_dirs: list[Path]) -> list[dict[str, object]]:
     """The run's events in this host's run logs (the log directories ``logs`` reads)."""
     from cronwrap.run.runlog import read_events
 
-    found = []
+    found: list[dict[str, object]] = []
     for directory in log_dirs:
         try:
             events = read_events(directory)
@@ -636,7 +645,7 @@ def serve(app: Dashboard, listen: Listen, made: bool = False, threads: int = THR
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else \
             "no address of that name here" if isinstance(exc, ValueError) else str(exc)
         raise UsageError(f"--listen {listen.host}:{listen.port}: {reason}") from None
-    kept = None
+    kept = opener = None
     try:
         urls = [f"http://{f'[{host}]' if ':' in host else host}:{port}/" for host, port in bound]
         if app.auth is None:
@@ -649,12 +658,13 @@ def serve(app: Dashboard, listen: Listen, made: bool = False, threads: int = THR
         elif made:
             kept = keep_token(app.auth.token.decode(), listen, bound[0][1])
             how = f"token in {kept}"
+            opener = f"cronwrap serve: open {urls[0]}?token={app.auth.token.decode()}"
         else:
             how = "token from --token-file"
         ledger = f" (ledger {app.label})" if app.label else ""
         print(f"cronwrap serve: listening on {' and '.join(urls)}{ledger}; {how}", flush=True)
-        if kept is not None:
-            print(f"cronwrap serve: open {urls[0]}?token={app.auth.token.decode()}", flush=True)  # type: ignore[union-attr]
+        if opener is not None:
+            print(opener, flush=True)
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # SystemExit ends run() cleanly
         server.run()  # returns on KeyboardInterrupt or SystemExit
     finally:

@@ -19,8 +19,11 @@ import os
 import re
 import sys
 
-from cronwrap.record import Record
+from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.stdio import unicode_stdout
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 _WORD = re.compile(r"\s*\S+\s*")  # rich's word: the word and the blanks after it
 _TRAILING = re.compile(r"\s+$")
@@ -288,7 +291,7 @@ def _segments(text: str, base: str, spans: list[tuple[int, int, str]]) -> list[t
 _DROPPED = str.maketrans("", "", "\x07\x08\x0b\x0c\x0d")  # rich's Text drops these
 
 
-def render_text(text: str, screen: Screen, spans: list[tuple[int, int, str]] | tuple = (),
+def render_text(text: str, screen: Screen, spans: Sequence[tuple[int, int, str]] = (),
                 style: str = "") -> str:
     """``text`` as rich prints ``Text(text, style=style)`` stylized with ``spans`` (offsets
     into ``text``): lines longer than the screen wrapped at blanks, a word longer than a line
