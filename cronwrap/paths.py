@@ -14,6 +14,7 @@ from cronwrap.record import Record
 from pathlib import Path
 
 from cronwrap.errors import PathError
+from cronwrap.model import valid_name
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -35,7 +36,6 @@ def file_name(job: str) -> str:
     """The job's name as one safe path component: itself when it is ``[A-Za-z0-9][A-Za-z0-9._-]*``
     (the common case, readable in ``ls``), otherwise ``%`` + its percent-encoded UTF-8 — a form
     no plain name can take, with no ``/``, and never ``.`` or ``..``."""
-    from cronwrap.model import valid_name
 
     if valid_name(job):
         return job

@@ -15,6 +15,7 @@ from cronwrap.ledger.base import Ledger
 from cronwrap.model import (DONE_STATUSES, Claim, ClaimRequest, Finish, JobInfo, JobSummary,
                             Reason, Run, Status, Trigger)
 from cronwrap.record import TYPE_CHECKING
+from cronwrap.errors import LedgerError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -68,7 +69,6 @@ class SqlLedger(Ledger):
         what to do."""
         version = _version_number(found)
         if version is None:
-            from cronwrap.errors import LedgerError
 
             shown = "missing (NULL)" if found is None else repr(found)[:40]
             raise LedgerError(f"ledger {label}: its schema version ({self._version_at}) is "
@@ -79,7 +79,6 @@ class SqlLedger(Ledger):
     def check_version(self, found: int, label: object) -> None:
         """A ledger written by a newer cronwrap is refused, never written by an older one."""
         if found > self.schema_version:
-            from cronwrap.errors import LedgerError
 
             raise LedgerError(f"ledger {label} has schema version {found}, newer than this "
                               f"cronwrap knows ({self.schema_version}): upgrade cronwrap on "

@@ -8,13 +8,14 @@ import os
 import sys
 
 from cronwrap.errors import UsageError
+from cronwrap.options import config
+from cronwrap.options.spec import BY_LONG, BY_SHORT, OPTIONS, REPEAT_SEPARATOR
 
 RUN_USAGE = "usage: cronwrap run [OPTIONS] [--] COMMAND [ARG…]"
 
 
 def with_config(given: dict, command: list[str]) -> tuple[dict, dict | None]:
     """Command line > environment > [jobs.NAME] > [defaults] > built-in (ARCHITECTURE.md §8)."""
-    from cronwrap.options import config
 
     path = config.find_config(os.environ)
     if path is None:
@@ -26,7 +27,6 @@ def with_config(given: dict, command: list[str]) -> tuple[dict, dict | None]:
 
 def parse_run_args(args: list[str]) -> tuple[dict | None, list[str]]:
     """Options up to ``--`` or the first word that is not an option (as GNU timeout)."""
-    from cronwrap.options.spec import BY_LONG, BY_SHORT, REPEAT_SEPARATOR
 
     given: dict[str, str | bool] = {}
     i = 0
@@ -66,8 +66,6 @@ def parse_run_args(args: list[str]) -> tuple[dict | None, list[str]]:
 
 
 def run_help() -> str:
-    from cronwrap.options.spec import OPTIONS
-
     lines = [RUN_USAGE, "",
              "Run COMMAND (no shell) under a lock, a hard timeout and the run ledger.",
              "Every option can also be set as CRONWRAP_<NAME> (e.g. CRONWRAP_KILL_AFTER=30s).", ""]

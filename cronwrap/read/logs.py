@@ -24,6 +24,7 @@ from cronwrap.errors import PathError, UsageError
 from cronwrap.model import Run, Status
 from cronwrap.record import TYPE_CHECKING
 from cronwrap.textsafe import safe_text
+from cronwrap.run.runlog import output_path
 
 if TYPE_CHECKING:
     from cronwrap.ledger import base
@@ -83,8 +84,6 @@ class OutputFile:
     holds it, then read on from where the last copy stopped."""
 
     def __init__(self, log_dirs: list[Path], run: Run) -> None:
-        from cronwrap.run.runlog import output_path
-
         self.dirs = log_dirs
         self.relative = output_path(Path(), run.job, run.run_id, run.attempt)
         self.label = f"{run.job}: run {run.run_id} attempt {run.attempt}"

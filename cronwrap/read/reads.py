@@ -19,6 +19,10 @@ from pathlib import Path
 from cronwrap.errors import CHECK_UNKNOWN, CronwrapError, UsageError
 from cronwrap.record import TYPE_CHECKING
 from cronwrap.stdio import write_utf8
+from cronwrap.ledger.url import open_ledger
+from cronwrap.options import config as files, spec
+from cronwrap.options.durations import parse_duration
+from cronwrap.paths import resolve_dirs
 
 if TYPE_CHECKING:
     from cronwrap.ledger import base
@@ -33,35 +37,29 @@ def now() -> datetime:
 
 
 def job_name(name: str) -> str:
-    from cronwrap.options.spec import job_name as checked
-
-    return checked(name, "NAME")
+    return spec.job_name(name, "NAME")
 
 
 def ledger(db: str | None, read_only: bool = False) -> base.Ledger:
     """The ledger the command names (``ledger_url``), opened. read_only: status, history and
     logs read a ledger on a read-only or full disk."""
-    from cronwrap.ledger.url import open_ledger
-    from cronwrap.paths import resolve_dirs
 
     return open_ledger(ledger_url(db), resolve_dirs(os.environ), read_only=read_only)
 
 
 def ledger_url(db: str | None) -> str | None:
     """--db, else CRONWRAP_DB, else the config file's db, checked; None: the embedded one."""
-    from cronwrap.options.spec import ledger_url as checked
 
     url, label = db, "--db"
     if not url and os.environ.get("CRONWRAP_DB"):
         url, label = os.environ["CRONWRAP_DB"], "CRONWRAP_DB"
     if not url:
         url, label = _config_db()
-    return checked(url, label) if url else None
+    return spec.ledger_url(url, label) if url else None
 
 
 def config() -> Config | None:
     """The config file this host's jobs read, loaded (None when there is none)."""
-    from cronwrap.options import config as files
 
     path = files.find_config(os.environ)
     return None if path is None else files.load_config(path)
@@ -80,8 +78,6 @@ def log_dirs(name: str) -> list[Path]:
     """The log directories the operator configured here, where ``logs`` may read captured
     output: CRONWRAP_LOG_DIR, log-dir of the config file's [jobs.NAME] and [defaults], and
     the default. Never a path the ledger names: a shared ledger's writer chooses those."""
-    from cronwrap.options import spec
-    from cronwrap.paths import resolve_dirs
 
     option = spec.BY_LONG["log-dir"]
     found = [spec.path(os.environ[option.env], option.env)] if os.environ.get(option.env) else []
@@ -113,7 +109,6 @@ def _status(names: list[str] | None, since: str, as_json: bool, output_format: s
             textfile: str | None, check: bool, max_age: str | None, warn_duration: str | None,
             db: str | None) -> int:
     from cronwrap.read import report
-    from cronwrap.options.durations import parse_duration
 
     if output_format not in FORMATS:
         raise UsageError(f"--format: {output_format!r} is not one of table, json, prometheus")

@@ -16,6 +16,7 @@ from cronwrap.model import BAD_STATUSES, DONE_STATUSES, JobSummary, Run, Status,
 from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.read.table import Cell, Screen, render_table, render_text
 from cronwrap.textsafe import safe_text
+from cronwrap.errors import CronwrapError
 
 if TYPE_CHECKING:
     from cronwrap.ledger import base
@@ -147,7 +148,6 @@ def schedule_state(summary: JobSummary, now: datetime) -> tuple[datetime | None,
     if not summary.schedule:
         return None, 0
     from cronwrap import schedule as sched
-    from cronwrap.errors import CronwrapError
 
     key = (summary.schedule, summary.tz)
     if key not in _PLANS:  # a fleet's jobs share a few schedules: each is parsed once

@@ -41,6 +41,12 @@ from cronwrap.options.durations import parse_duration
 from cronwrap.errors import CronwrapError, PathError, UsageError
 from cronwrap.model import JobSummary, Run, Status
 from cronwrap.record import TYPE_CHECKING, Record
+from cronwrap import schedule as sched
+from cronwrap.paths import ensure_private_dir, file_name, open_private, resolve_dirs
+from cronwrap.read import monitoring as monitor, report
+from cronwrap.read.logs import open_below
+from cronwrap.run.runlog import output_path, read_events
+from cronwrap.schedule.explanation import in_words
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -111,7 +117,6 @@ def is_loopback(host: str) -> bool:
 
 def read_token(path: str) -> str:
     """The token in ``path``: a regular file of yours, not a symlink, readable by you alone."""
-    from cronwrap.paths import open_private
 
     file = Path(path)
     try:
@@ -194,7 +199,6 @@ def keep_token(token: str, listen: Listen, port: int,
     """A token made at start, kept for its user (to paste, or for curl) in STATE/serve/
     HOST-PORT.token: a private directory (0700, yours), a new file (0600, O_EXCL and
     O_NOFOLLOW: never through a link) renamed into place."""
-    from cronwrap.paths import ensure_private_dir, file_name, resolve_dirs
 
     try:
         directory = ensure_private_dir(resolve_dirs(environ).state / "serve")
@@ -405,8 +409,6 @@ class Dashboard:
 
     def reports(self, ledger: base.Ledger, now: datetime,
                 names: list[str] | None = None) -> list[JobReport]:
-        from cronwrap.read import report
-
         return report.job_reports(ledger, now - SINCE, names, now)
 
     # -- endpoints
@@ -419,8 +421,6 @@ class Dashboard:
         return html(200, self.read(work))
 
     def metrics(self) -> Response:
-        from cronwrap.read import monitoring as monitor
-
         exposition = self.read(lambda ledger, now: monitor.prometheus(self.reports(ledger, now), now))
         return Response(200, str(exposition).encode("utf-8"), PROMETHEUS, [])
 
@@ -430,8 +430,6 @@ class Dashboard:
         return Response(200, b"ok\n" + note, TEXT, [])
 
     def api_status(self) -> Response:
-        from cronwrap.read import report
-
         reports, now = self.read(lambda ledger, now: (self.reports(ledger, now), now))
         return self.json(reports, lambda r: report.report_json(r, now))
 
@@ -573,8 +571,6 @@ def fingerprint(s: JobSummary) -> tuple[object, ...]:
 def explain(rep: JobReport | None, now: datetime) -> tuple[Explanation | None, str]:
     """``explain``'s next fire times and notes for the job's recorded schedule, and the
     schedule in words; (None, "") when there is none or this version cannot read it."""
-    from cronwrap import schedule as sched
-    from cronwrap.schedule.explanation import in_words
 
     s = None if rep is None else rep.summary
     if s is None or not s.schedule:
@@ -589,7 +585,6 @@ def explain(rep: JobReport | None, now: datetime) -> tuple[Explanation | None, s
 
 def run_events(run: Run, log_dirs: list[Path]) -> list[dict[str, object]]:
     """The run's events in this host's run logs (the log directories ``logs`` reads)."""
-    from cronwrap.run.runlog import read_events
 
     found: list[dict[str, object]] = []
     for directory in log_dirs:
@@ -605,8 +600,6 @@ def run_events(run: Run, log_dirs: list[Path]) -> list[dict[str, object]]:
 def captured_output(run: Run, log_dirs: list[Path]) -> tuple[str | None, str]:
     """The end of the run's output file (read as ``logs`` reads it: below a trusted log
     directory, no symlink), else the ledger's tail of it."""
-    from cronwrap.read.logs import open_below
-    from cronwrap.run.runlog import output_path
 
     relative = output_path(Path(), run.job, run.run_id, run.attempt)
     for directory in log_dirs:
@@ -635,7 +628,7 @@ def serve(app: Dashboard, listen: Listen, made: bool = False, threads: int = THR
     import signal
 
     try:
-        from cronwrap.read import webserver
+        from cronwrap.read import webserver  # waitress, loaded only to serve
     except ImportError:
         raise UsageError("serve needs the waitress package: reinstall cronwrap "
                          "(pip install .) to get its dependencies") from None

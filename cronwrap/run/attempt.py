@@ -13,7 +13,8 @@ from cronwrap.run import outbox, policy
 from cronwrap.redact.deadline import CpuBudget
 from cronwrap.options.durations import format_duration
 from cronwrap.errors import LedgerError
-from cronwrap.run.jobenv import cron_zone, job_environment
+from cronwrap.run.firing import cron_zone
+from cronwrap.run.jobenv import job_environment
 from cronwrap.run.lease import Heartbeat
 from cronwrap.model import Claim, Event, Finish, Reason, Run, Status
 from cronwrap.redact.redactor import Redactor, secret_values
@@ -45,7 +46,8 @@ class Attempt(Record):
 def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
             lock: locks.Lock | None) -> Attempt:
     """Run the job of ``claim`` to its end and record it (``ledger`` None: unrecorded)."""
-    from cronwrap.process.supervise import SuperviseSpec
+
+    from cronwrap.process.supervise import SuperviseSpec  # as the supervisor: a claimed slot's
 
     spec, run = inv.spec, claim.run
     assert run is not None and run.fence is not None

@@ -18,6 +18,7 @@ from cronwrap.model import DONE_STATUSES, Reason, SlotRun, Status, Trigger
 from cronwrap.record import TYPE_CHECKING
 from cronwrap.run.runner import history, real_world, recorded_job
 from cronwrap.options.spec import JobSpec
+from cronwrap.process import locks
 
 if TYPE_CHECKING:
     from cronwrap.ledger import base
@@ -65,7 +66,6 @@ def header(inv: Invocation, timing: Timing) -> str:
 
 def lock_lines(inv: Invocation) -> list[str]:
     """The local lock, looked at without taking it: a real firing skips while it is held."""
-    from cronwrap.process import locks
 
     spec = inv.spec
     if spec.lock == "none" or spec.overlap == "allow":

@@ -4,7 +4,7 @@ and records. Pure: the time and the ledger's history come in as arguments."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 
 from cronwrap.errors import UsageError
 from cronwrap.model import SlotRun, Trigger
@@ -126,3 +126,15 @@ def plan_firing(spec: JobSpec, timing: Timing, now: float,
     if own is not None and not plan.matched:  # only a firing off its slot is news
         plan.runs[-1] = own.replace(skew_ms=int(plan.skew_seconds * 1000))
     return FiringPlan(plan.runs, plan.marks, plan.warnings, plan.skew_seconds, deliberate)
+
+
+def cron_zone(environ: dict[str, str]) -> tzinfo | None:
+    """Without --schedule the job's zone is still CRON_TZ when the crontab sets it (read as
+    the schedule engine reads zones), else the local zone, which honours TZ."""
+    key = environ.get("CRON_TZ")
+    if not key:
+        return None
+    from cronwrap.schedule import find_zone, zone_key  # as in resolve_timing
+
+    name = zone_key(key)
+    return find_zone(name) if name else None

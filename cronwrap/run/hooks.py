@@ -23,6 +23,7 @@ from cronwrap.run.jobenv import exec_values
 from cronwrap.model import DONE_STATUSES
 from cronwrap.record import Record
 from cronwrap.redact.redactor import split_userinfo, url as redact
+from cronwrap import __version__
 
 TAIL_BYTES = 4096  # of a hook's output kept, and of the job's output given to a hook
 PING_BODY_BYTES = 10 * 1024
@@ -276,7 +277,6 @@ def _request(url: str, body: bytes | None, timeout: float) -> tuple[str | None, 
     import urllib.error
     import urllib.request
 
-    from cronwrap import __version__
 
     plain, headers = _credentials(url)
     headers["User-Agent"] = f"cronwrap/{__version__}"

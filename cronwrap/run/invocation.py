@@ -82,12 +82,8 @@ class Invocation:
         self.runner = procs.Runner(spec.host)
         self.interactive = os.isatty(2)
         self.replaced = False
-        self.pinger: Pinger | None = None
+        self.pinger: Pinger | None = None  # the runner's, for a job that pings
         self.redactor: Redactor | None = None  # the job's secrets, once its environment is known
-        if spec.ping:
-            from cronwrap.run import hooks  # subprocess and threads: only for a job that pings
-
-            self.pinger = hooks.Pinger(spec.ping)
         self.settings = job_settings(spec)
 
     def event(self, event: Event, run: Run | None = None, slot: SlotRun | None = None,

@@ -60,15 +60,3 @@ def exec_values(values: dict[str, str]) -> dict[str, str]:
             value = value.encode("utf-8", "surrogateescape").decode(encoding, "surrogateescape")
         out[key] = value
     return out
-
-
-def cron_zone(environ: dict[str, str]) -> tzinfo | None:
-    """Without --schedule the job's zone is still CRON_TZ when the crontab sets it (read as
-    the schedule engine reads zones), else the local zone, which honours TZ."""
-    key = environ.get("CRON_TZ")
-    if not key:
-        return None
-    from cronwrap.schedule import find_zone, zone_key
-
-    name = zone_key(key)
-    return find_zone(name) if name else None

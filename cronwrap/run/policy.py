@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from cronwrap.model import BAD_STATUSES, Reason, Status
 from cronwrap.record import TYPE_CHECKING
+from cronwrap.run import retry
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Set
@@ -65,7 +66,6 @@ def retry_delay(spec: JobSpec, status: str, exit_code: int | None, duration_ms: 
     is given up (PAST_NEXT_SLOT: the next firing is the better retry). ``attempt``: the
     ledger's attempt number of the run that ended; ``first``: the one this invocation began
     with."""
-    from cronwrap.run import retry
 
     if spec.retries == 0 or not retry.should_retry(status, exit_code, spec.retry_on, attempt,
                                                    spec.retries, spec.max_attempts,

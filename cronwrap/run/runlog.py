@@ -22,6 +22,7 @@ from cronwrap.errors import CronwrapError
 from cronwrap.paths import ensure_private_dir, file_name, open_private
 from cronwrap.record import TYPE_CHECKING
 from cronwrap.stdio import warn
+from cronwrap.redact.redactor import redact_window
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -257,7 +258,6 @@ class OutputCapture:
     def _redacted_tail(self) -> bytes:
         """The kept tail, redacted with what came before it as context: the ring's older
         bytes, or the head's end when nothing was left out between them."""
-        from cronwrap.redact.redactor import redact_window
 
         assert self.redactor is not None
         ring = bytes(self.tail)

@@ -46,7 +46,7 @@ def real_world() -> World:
     def supervisor(spec: SuperviseSpec, on_output: Callable[[int, bytes], None],
                    on_spawn: Callable[[JobProcess], None] | None,
                    passthrough: Passthrough | None) -> Supervising:
-        from cronwrap.process.supervise import Supervisor  # not on a firing that runs nothing
+        from cronwrap.process.supervise import Supervisor  # only for a claimed slot
 
         return Supervisor(spec, on_output, on_spawn, passthrough)
 
@@ -65,6 +65,10 @@ def run(spec: JobSpec, environ: dict[str, str], now: float | None = None,
     world = world or real_world()
     timing = None if needs_recorded_schedule(spec) else resolve_timing(spec, environ)
     inv = Invocation(spec, environ, world.clock() if now is None else now, timing, world)
+    if spec.ping:
+        from cronwrap.run.hooks import Pinger  # only for a job that pings
+
+        inv.pinger = Pinger(spec.ping)
     ledger = None
     try:
         if spec.jitter > 0:  # before connecting: a sleeping firing holds no connection

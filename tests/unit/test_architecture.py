@@ -200,3 +200,33 @@ def test_wings_import_downward_only() -> None:
             if floor is not None and floor < own:
                 climbing.append(f"{name} imports {module}")
     assert not climbing, "imports that climb a floor:\n" + "\n".join(sorted(set(climbing)))
+
+
+def _boundaries() -> set[str]:
+    """The modules ARCHITECTURE.md §9 names as the boundaries where imports are deferred."""
+    section = MAP.split("## 9.", 1)[1].split("\n## ", 1)[0]
+    rows = [row.split("|") for row in section.splitlines() if row.startswith("| `")]
+    return {f"cronwrap/{name}" for cells in rows for name in re.findall(r"`([^`]+)`", cells[1])}
+
+
+def test_imports_are_deferred_only_at_the_boundaries() -> None:
+    """A module's dependencies show in its first lines: an import of cronwrap inside a function
+    exists only at one of §9's boundaries, to keep a module off a path that does not need it."""
+    import ast
+
+    boundaries = _boundaries()
+    assert "cronwrap/cli.py" in boundaries, "ARCHITECTURE.md §9 lists no boundary"
+    hidden = []
+    for source in sorted((REPO / "cronwrap").rglob("*.py")):
+        relative = source.relative_to(REPO).as_posix()
+        for function in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                module = (node.module if isinstance(node, ast.ImportFrom) else
+                          node.names[0].name if isinstance(node, ast.Import) else None)
+                if module and module.split(".")[0] == "cronwrap" and relative not in boundaries:
+                    hidden.append(f"{relative}:{node.lineno} imports {module} in {function.name}()")
+    assert not hidden, ("imports of cronwrap deferred outside ARCHITECTURE.md §9's boundaries "
+                        "(move them to the module's top, or name the boundary there):\n"
+                        + "\n".join(hidden))
