@@ -63,11 +63,13 @@ def run_command(args: list[str]) -> int:
     spec = build_spec(command, values, os.environ, lambda: os.uname().nodename, labels,
                       warn=warn)
     if spec.dry_run:
-        from cronwrap.run import dryrun as runner
+        from cronwrap.run import dryrun
+
+        status = dryrun.run(spec, dict(os.environ))
     else:
         from cronwrap.run import runner
 
-    status = runner.run(spec, dict(os.environ))
+        status = runner.run(spec, dict(os.environ))
     # Leave without interpreter teardown: nothing is left to clean, and closing the SQLite
     # connection would checkpoint the WAL (two fsyncs, ~15 ms) on every cron firing; the next
     # connection, or SQLite's auto-checkpoint, takes care of the WAL. Nothing of the run's

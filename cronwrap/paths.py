@@ -10,11 +10,14 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from cronwrap.record import Record
+from cronwrap.record import TYPE_CHECKING, Record
 from pathlib import Path
 
 from cronwrap.errors import PathError
 from cronwrap.model import valid_name
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -49,7 +52,7 @@ def file_name(job: str) -> str:
     return encoded
 
 
-def resolve_dirs(environ: dict[str, str] | os._Environ, euid: int | None = None) -> Dirs:
+def resolve_dirs(environ: Mapping[str, str], euid: int | None = None) -> Dirs:
     """``CRONWRAP_HOME`` when set; system paths for root; XDG paths for everyone else."""
     euid = os.geteuid() if euid is None else euid
     home = environ.get("CRONWRAP_HOME")

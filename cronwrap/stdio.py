@@ -30,6 +30,11 @@ import stat
 import sys
 import time
 
+from cronwrap.record import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
 BUFFER_LIMIT = 1 << 20  # per stream, on top of the job's own 1 MiB pipe
 FLUSH_STALL = 10.0  # after the job ended: give up on a reader that takes nothing this long
 FLUSH_STALL_STOPPED = 1.0  # the same after a timeout or a stop: the run is over already
@@ -79,7 +84,8 @@ class Out:
                 if not select.select([], [self.fd], [], 0)[1]:
                     return 0
                 data = data[:select.PIPE_BUF]
-            return os.write(self.fd if self._own else self.target, data)
+            own = self.fd if self._own else None  # _reopen opened it
+            return os.write(self.target if own is None else own, data)
         except BlockingIOError:
             return 0
 
@@ -256,7 +262,7 @@ class Passthrough:
                 out.close()
         return self.dropped
 
-    def pour(self, target: int, chunks, stopped: bool) -> None:
+    def pour(self, target: int, chunks: Iterable[bytes], stopped: bool) -> None:
         """Pass ``chunks`` (the captured output of ``--output on-failure``) to ``target``,
         never holding more than the buffer limit in memory."""
         for chunk in chunks:
@@ -264,7 +270,8 @@ class Passthrough:
             if self.full(target):
                 self._drain(target, _stall(stopped), room=BUFFER_LIMIT // 2)
 
-    def _drain(self, target: int, stall: float, room: int, monotonic=time.monotonic) -> None:
+    def _drain(self, target: int, stall: float, room: int,
+               monotonic: Callable[[], float] = time.monotonic) -> None:
         """Send until at most ``room`` bytes wait; a reader that takes nothing for ``stall``
         seconds is given up on (the rest of that stream is dropped)."""
         buffer, out = self.buffers[target], self.outs.get(target)

@@ -16,7 +16,7 @@ _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
 _CONTROLS_IN_LINES = re.compile("\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
-def _visible(match: re.Match) -> str:
+def _visible(match: re.Match[str]) -> str:
     return f"\\x{ord(match.group()):02x}"
 
 

@@ -13,9 +13,9 @@ import os
 import random
 import re
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import psycopg
 from psycopg import conninfo, errors
@@ -26,6 +26,9 @@ from cronwrap.redact.redactor import url as redact_url
 from cronwrap.ledger import sql
 from cronwrap.ledger.sqlcore import SqlLedger
 from cronwrap.model import Claim, ClaimRequest, Finish, Run
+
+if TYPE_CHECKING:
+    from cronwrap.ledger.sqlcore import Row
 
 # pg_advisory_xact_lock key for schema creation: the bytes of "cronwrap" as a bigint. Advisory
 # locks are per database, so two ledgers on one cluster never wait for each other.
@@ -62,7 +65,7 @@ _KV_ITEM = re.compile(r"\s*([^\s=']+)\s*(=\s*(?:'(?:[^'\\]|\\.)*(?:'|$)|(?:[^\s'
 class _Watchdog:
     """Shuts a connection's socket down if a transaction outlives ``seconds``."""
 
-    def __init__(self, conn: psycopg.Connection, seconds: float) -> None:
+    def __init__(self, conn: psycopg.Connection[Row], seconds: float) -> None:
         import threading
 
         self.conn = conn
@@ -132,7 +135,7 @@ def _passwords(dsn: str) -> list[str]:
     found = [os.environ.get("PGPASSWORD", "")]
     try:
         parsed = conninfo.conninfo_to_dict(dsn)
-        found += [parsed.get("password") or "", parsed.get("sslpassword") or ""]
+        found += [str(parsed.get("password") or ""), str(parsed.get("sslpassword") or "")]
     except psycopg.Error:
         pass
     if dsn.lower().startswith(_URL_SCHEMES):
@@ -257,7 +260,7 @@ class PostgresLedger(SqlLedger):
         self.connect_timeout = connect_timeout
         self.wait = wait
         self.label = _label(dsn)
-        self.conn: psycopg.Connection | None = None
+        self.conn: psycopg.Connection[Row] | None = None
         self._hold = True
         self._tx_now: datetime | None = None
         self.conn = self._connect()
@@ -269,12 +272,13 @@ class PostgresLedger(SqlLedger):
 
     def _conninfo(self) -> str:
         try:
-            given = conninfo.conninfo_to_dict(self.dsn)
+            given = {k: str(v) for k, v in conninfo.conninfo_to_dict(self.dsn).items()
+                     if v is not None}  # parsed from a string, the values are strings
         except psycopg.Error as exc:
             raise _invalid_dsn(self.dsn, exc) from None  # its text may hold the password
         return conninfo.make_conninfo("", **with_session_settings(given, self.connect_timeout))
 
-    def _connect(self, wait: float | None = None) -> psycopg.Connection:
+    def _connect(self, wait: float | None = None) -> psycopg.Connection[Row]:
         """A new connection, waiting up to ``wait`` (default: the ledger's) for a server that
         is full or restarting."""
         info = self._conninfo()
@@ -294,7 +298,7 @@ class PostgresLedger(SqlLedger):
         raise AssertionError("unreachable")
 
     @contextmanager
-    def _connection(self, wait: float | None = None) -> Iterator[psycopg.Connection]:
+    def _connection(self, wait: float | None = None) -> Iterator[psycopg.Connection[Row]]:
         """The held connection, opened again if it broke; after ``idle()`` a connection of
         its own for each operation, closed at its end."""
         if self.conn is None or self.conn.closed:
@@ -315,14 +319,12 @@ class PostgresLedger(SqlLedger):
             self.conn = None
 
     @contextmanager
-    def _tx(self, write: bool = True) -> Iterator[Any]:
+    def _tx(self, write: bool = True) -> Iterator[psycopg.Cursor[Row]]:
         with self._shared(), self._transaction(write) as cur:
             yield cur
 
-    def _shared(self):
+    def _shared(self) -> AbstractContextManager[object]:
         """The mutex that keeps threads off a held connection; nothing after idle()."""
-        from contextlib import nullcontext
-
         return self._mutex if self._hold else nullcontext()
 
     def _error(self, what: str, exc: psycopg.Error, hint: str | None = None) -> LedgerError:
@@ -387,7 +389,7 @@ class PostgresLedger(SqlLedger):
     # -- one statement, one round trip ---------------------------------------------------
 
     def _single(self, name: str, wait: float | None = None,
-                **params: Any) -> tuple[int, list[dict]]:
+                **params: Any) -> tuple[int, list[Row]]:
         """A statement of its own (autocommit): the rows it affected and those it returned.
         ``wait``: for a full or restarting server, instead of the ledger's own."""
         with self._shared():
@@ -439,7 +441,7 @@ class PostgresLedger(SqlLedger):
             return Claim(run=run, took_over=row["took_over"])
         return Claim(run=None, skip_reason=row["outcome"], blocking=run)
 
-    def _claim_params(self, req: ClaimRequest, gone: list[int], checked: bool) -> dict:
+    def _claim_params(self, req: ClaimRequest, gone: list[int], checked: bool) -> dict[str, Any]:
         job = req.job
         return dict(job=job.name, schedule=job.schedule, tz=job.tz,
                     key_template=job.key_template, settings=job.settings, run_key=req.run_key,
@@ -465,7 +467,7 @@ class PostgresLedger(SqlLedger):
     # -- dialect hooks -------------------------------------------------------------------
 
     @contextmanager
-    def _transaction(self, write: bool) -> Iterator[Any]:
+    def _transaction(self, write: bool) -> Iterator[psycopg.Cursor[Row]]:
         """BEGIN … COMMIT on the connection; the session settings for this transaction only
         (set_config local: nothing outlives it, as PgBouncer's transaction pooling needs),
         fetched with the server's now() in the same round trip."""
@@ -476,35 +478,37 @@ class PostgresLedger(SqlLedger):
                 try:
                     with conn.transaction():
                         cur = conn.cursor()
-                        cur.execute(_SESSION_SETTINGS)
-                        self._tx_now = cur.fetchone()["now"]
+                        settings = cur.execute(_SESSION_SETTINGS).fetchone()
+                        assert settings is not None  # a SELECT without FROM: one row
+                        self._tx_now = settings["now"]
                         yield cur
                 finally:
                     watchdog.cancel()
         except psycopg.Error as exc:
             raise self._failed(exc) from exc
 
-    def _exec(self, cur: psycopg.Cursor, name: str, **params: Any) -> None:
-        cur.execute(self.q[name], params or None)
+    def _exec(self, cur: psycopg.Cursor[Row], name: str, **params: Any) -> int:
+        return cur.execute(self.q[name], params or None).rowcount
 
-    def _fetchone(self, cur: psycopg.Cursor) -> dict | None:
+    def _fetchone(self, cur: psycopg.Cursor[Row]) -> Row | None:
         return cur.fetchone()
 
-    def _fetchall(self, cur: psycopg.Cursor) -> list[dict]:
+    def _fetchall(self, cur: psycopg.Cursor[Row]) -> list[Row]:
         return cur.fetchall()
 
-    def _db_now(self, cur: psycopg.Cursor) -> datetime:
+    def _db_now(self, cur: psycopg.Cursor[Row]) -> datetime:
         """The injected clock, or the server's ``now()`` (the transaction's start, constant
         within it), fetched with the transaction's settings and passed to each statement."""
         if self.clock is not None:
             return datetime.fromtimestamp(self.clock(), timezone.utc)
+        assert self._tx_now is not None  # set as the transaction began
         return self._tx_now
 
     def _to_db(self, t: datetime | None) -> datetime | None:
         return t
 
-    def _from_db(self, value: Any) -> datetime | None:
-        return None if value is None else value.astimezone(timezone.utc)
+    def _time(self, value: datetime) -> datetime:
+        return value.astimezone(timezone.utc)
 
     def _lease(self, seconds: float) -> float:
         return float(seconds)
@@ -553,12 +557,12 @@ def transient(exc: BaseException) -> bool:
     return state in _TRANSIENT_STATES or bool(_TRANSIENT.search(str(exc)))
 
 
-def backoff(attempt: int, rng=random.random) -> float:
+def backoff(attempt: int, rng: Callable[[], float] = random.random) -> float:
     """Full-jitter exponential backoff: uniform(0, min(cap, base × 2^attempt))."""
-    return rng() * min(BACKOFF_CAP, BACKOFF_BASE * 2 ** min(attempt, 20))
+    return rng() * min(BACKOFF_CAP, BACKOFF_BASE * 2.0 ** min(attempt, 20))
 
 
-def _json_row(row: dict) -> dict:
+def _json_row(row: Row) -> Row:
     """A runs row as cronwrap_claim() returns it (to_jsonb): times back to datetimes."""
     for key in ("scheduled_at", "locked_until", "started_at", "finished_at", "created_at"):
         if row.get(key) is not None:

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
     from cronwrap.model import Mark
 
+    Row = dict[str, Any]  # a row by column name, values as the driver gives them
+
 _TIME_COLUMNS = ("scheduled_at", "locked_until", "started_at", "finished_at")
 NO_RUN_ID = 2**62  # above every run id: "before" it is every run
 
@@ -95,12 +97,12 @@ class SqlLedger(Ledger):
             if req.overlap_skip and others:
                 return self._insert_skip(cur, req, Reason.OVERLAP, now, blocking=others[0])
             row, new = self._insert_or_get(cur, req, Status.PENDING, None, now)
-            reason = None if new else decide(row, req, self._from_db(now))
+            reason = None if new else decide(row, req, self._time(now))
             if reason:
                 return Claim(run=None, skip_reason=reason, blocking=row)
             took_over = row.status == Status.RUNNING
-            fence = self._one(cur, "next_fence", job=req.job.name)["fence"]
-            claimed = self._one(
+            fence = self._the(cur, "next_fence", job=req.job.name)["fence"]
+            claimed = self._the(
                 cur, "claim_run", id=row.run_id, trigger=req.trigger, host=req.host,
                 scheduled_at=self._to_db(req.scheduled_at), pid=req.pid,
                 pid_start=req.pid_start, now=now, lease=self._lease(req.lease), fence=fence,
@@ -120,8 +122,8 @@ class SqlLedger(Ledger):
             return Claim(run=None)
         row = self._run(found)
         if row.status == Status.RUNNING and all(r.run_id != row.run_id for r in live):
-            row = row.replace(locked_until=self._from_db(now))  # the claim would expire it
-        reason = decide(row, req, self._from_db(now))
+            row = row.replace(locked_until=self._time(now))  # the claim would expire it
+        reason = decide(row, req, self._time(now))
         return Claim(run=None, skip_reason=reason, blocking=row,
                      took_over=reason is None and row.status == Status.RUNNING)
 
@@ -164,20 +166,19 @@ class SqlLedger(Ledger):
     def heartbeat(self, run: Run, lease: float, wait: float | None = None) -> bool:
         with self._tx() as cur:
             now = self._db_now(cur)
-            self._exec(cur, "heartbeat", **self._owner(run), now=now, lease=self._lease(lease))
-            return cur.rowcount == 1
+            return self._exec(cur, "heartbeat", **self._owner(run), now=now,
+                              lease=self._lease(lease)) == 1
 
     def finish(self, run: Run, result: Finish, wait: float | None = None) -> bool:
         with self._tx() as cur:
             now = self._db_now(cur)
-            self._exec(
+            return self._exec(
                 cur, "finish", **self._owner(run), now=now, status=result.status,
                 skip_reason=result.skip_reason, duration_ms=result.duration_ms,
                 exit_code=result.exit_code, signal=result.signal,
                 timed_out=self._bool(result.timed_out), error_tail=result.error_tail,
                 log_path=result.log_path,
-            )
-            return cur.rowcount == 1
+            ) == 1
 
     def runs(self, job: str, limit: int = 50, since: datetime | None = None,
              before: int | None = None) -> list[Run]:
@@ -232,7 +233,7 @@ class SqlLedger(Ledger):
 
     def now(self) -> datetime:
         with self._tx(write=False) as cur:
-            return self._from_db(self._db_now(cur))
+            return self._time(self._db_now(cur))
 
     # -- steps ---------------------------------------------------------------------------
 
@@ -257,7 +258,7 @@ class SqlLedger(Ledger):
         """Running rows with a live lease; this runner's rows whose wrapper is gone expire now
         (``expire`` False: they are only left out)."""
         live = []
-        now_dt = self._from_db(now)
+        now_dt = self._time(now)
         for row in map(self._run, self._all(cur, "running_of_job", job=req.job.name)):
             if req.same_runner(row) and req.is_gone(row.pid, row.pid_start):
                 if expire:
@@ -276,7 +277,7 @@ class SqlLedger(Ledger):
         )
         if inserted:
             return self._run(inserted), True
-        return self._run(self._one(cur, "run_by_key", job=req.job.name, run_key=req.run_key)), False
+        return self._run(self._the(cur, "run_by_key", job=req.job.name, run_key=req.run_key)), False
 
     def _insert_skip(self, cur: Any, req: ClaimRequest, reason: str, now: Any,
                      blocking: Run | None) -> Claim:
@@ -286,7 +287,7 @@ class SqlLedger(Ledger):
         return Claim(run=None, skip_reason=Reason.DUPLICATE if blocking is None else reason,
                      blocking=blocking or row)
 
-    def _summary(self, job: dict, last: Run | None, running: list[Run],
+    def _summary(self, job: Row, last: Run | None, running: list[Run],
                  counts: dict[str, int]) -> JobSummary:
         return JobSummary(
             job=job["name"], schedule=job["schedule"], tz=job["tz"],
@@ -299,7 +300,7 @@ class SqlLedger(Ledger):
 
     # -- rows ----------------------------------------------------------------------------
 
-    def _run(self, row: dict) -> Run:
+    def _run(self, row: Row) -> Run:
         times = {k: self._from_db(row[k]) for k in _TIME_COLUMNS}
         return Run(
             run_id=row["id"], job=row["job"], run_key=row["run_key"], trigger=row["trigger"],
@@ -311,11 +312,17 @@ class SqlLedger(Ledger):
             pid_ns=row.get("pid_ns"), **times,
         )
 
-    def _one(self, cur: Any, name: str, **params: Any) -> dict | None:
+    def _one(self, cur: Any, name: str, **params: Any) -> Row | None:
         self._exec(cur, name, **params)
         return self._fetchone(cur)
 
-    def _all(self, cur: Any, name: str, **params: Any) -> list[dict]:
+    def _the(self, cur: Any, name: str, **params: Any) -> Row:
+        """The row of a statement that always returns one (in the transaction's locks)."""
+        row = self._one(cur, name, **params)
+        assert row is not None, name
+        return row
+
+    def _all(self, cur: Any, name: str, **params: Any) -> list[Row]:
         self._exec(cur, name, **params)
         return self._fetchall(cur)
 
@@ -331,15 +338,15 @@ class SqlLedger(Ledger):
         ...
 
     @abstractmethod
-    def _exec(self, cur: Any, name: str, **params: Any) -> None:
+    def _exec(self, cur: Any, name: str, **params: Any) -> int:
+        """Run the named block; the number of rows it changed."""
+
+    @abstractmethod
+    def _fetchone(self, cur: Any) -> Row | None:
         ...
 
     @abstractmethod
-    def _fetchone(self, cur: Any) -> dict | None:
-        ...
-
-    @abstractmethod
-    def _fetchall(self, cur: Any) -> list[dict]:
+    def _fetchall(self, cur: Any) -> list[Row]:
         ...
 
     @abstractmethod
@@ -351,8 +358,11 @@ class SqlLedger(Ledger):
         ...
 
     @abstractmethod
+    def _time(self, value: Any) -> datetime:
+        """A time as the dialect stores it (never NULL), as an aware datetime."""
+
     def _from_db(self, value: Any) -> datetime | None:
-        ...
+        return None if value is None else self._time(value)
 
     _version_at = "the schema version"  # where the dialect keeps it, as a person finds it
 

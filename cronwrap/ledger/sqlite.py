@@ -20,6 +20,8 @@ from cronwrap.paths import check_existing, open_private
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterator
 
+    from cronwrap.ledger.sqlcore import Row
+
 BUSY_TIMEOUT_S = 10.0
 SIDECARS = ("-wal", "-shm", "-journal")  # the files SQLite keeps next to a database
 
@@ -131,7 +133,7 @@ class SqliteLedger(SqlLedger):
         self._migrate()  # the open migrated already, unless another process has since
 
     @contextmanager
-    def _transaction(self, write: bool) -> Iterator[Any]:
+    def _transaction(self, write: bool) -> Iterator[sqlite3.Cursor]:
         try:
             # BEGIN IMMEDIATE takes the write lock up front: step 1 of the claim protocol.
             self.conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
@@ -144,24 +146,24 @@ class SqliteLedger(SqlLedger):
         except sqlite3.Error as exc:
             raise LedgerError(ledger_message(self.path, exc)) from exc
 
-    def _exec(self, cur: sqlite3.Cursor, name: str, **params: Any) -> None:
-        cur.execute(self.q[name], params)
+    def _exec(self, cur: sqlite3.Cursor, name: str, **params: Any) -> int:
+        return cur.execute(self.q[name], params).rowcount
 
-    def _fetchone(self, cur: sqlite3.Cursor) -> dict | None:
+    def _fetchone(self, cur: sqlite3.Cursor) -> Row | None:
         row = cur.fetchone()
         return dict(row) if row is not None else None
 
-    def _fetchall(self, cur: sqlite3.Cursor) -> list[dict]:
+    def _fetchall(self, cur: sqlite3.Cursor) -> list[Row]:
         return [dict(r) for r in cur.fetchall()]
 
-    def _db_now(self, cur: Any) -> float:
+    def _db_now(self, cur: sqlite3.Cursor) -> float:
         return self.clock()
 
     def _to_db(self, t: datetime | None) -> float | None:
         return None if t is None else t.timestamp()
 
-    def _from_db(self, value: Any) -> datetime | None:
-        return None if value is None else datetime.fromtimestamp(value, timezone.utc)
+    def _time(self, value: float) -> datetime:
+        return datetime.fromtimestamp(value, timezone.utc)
 
     def _ids(self, ids: list[int]) -> str:
         return json.dumps(ids)  # read back with json_each: SQLite has no array parameters

@@ -94,11 +94,13 @@ def find_config(environ: Mapping[str, str], euid: int | None = None) -> Path | N
                               f"variable to use ~/.config/cronwrap/config.toml or {ETC_CONFIG})")
         _check_trusted(path, info, euid)
         return path
-    for path in (_user_config(environ), ETC_CONFIG):
-        info = _stat(path) if path else None
+    for candidate in (_user_config(environ), ETC_CONFIG):
+        if candidate is None:
+            continue
+        info = _stat(candidate)
         if info is not None:
-            _check_trusted(path, info, euid)
-            return path
+            _check_trusted(candidate, info, euid)
+            return candidate
     return None
 
 
@@ -180,7 +182,7 @@ def _read(path: Path) -> str:
         raise ConfigError(f"{path}: not UTF-8 text") from None
 
 
-def _parse_toml(text: str, path: Path) -> dict:
+def _parse_toml(text: str, path: Path) -> dict[str, Any]:
     import tomllib
 
     try:

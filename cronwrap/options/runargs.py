@@ -14,7 +14,8 @@ from cronwrap.options.spec import BY_LONG, BY_SHORT, OPTIONS, REPEAT_SEPARATOR
 RUN_USAGE = "usage: cronwrap run [OPTIONS] [--] COMMAND [ARG…]"
 
 
-def with_config(given: dict, command: list[str]) -> tuple[dict, dict | None]:
+def with_config(given: dict[str, str | bool], command: list[str]
+                ) -> tuple[dict[str, str | bool], dict[str, str] | None]:
     """Command line > environment > [jobs.NAME] > [defaults] > built-in (ARCHITECTURE.md §8)."""
 
     path = config.find_config(os.environ)
@@ -25,7 +26,7 @@ def with_config(given: dict, command: list[str]) -> tuple[dict, dict | None]:
     return merged.values, merged.labels
 
 
-def parse_run_args(args: list[str]) -> tuple[dict | None, list[str]]:
+def parse_run_args(args: list[str]) -> tuple[dict[str, str | bool] | None, list[str]]:
     """Options up to ``--`` or the first word that is not an option (as GNU timeout)."""
 
     given: dict[str, str | bool] = {}

@@ -36,6 +36,7 @@ import os
 import select
 import signal
 import time
+from signal import SIGTERM  # for SuperviseSpec, whose field "signal" hides the module there
 
 from cronwrap.process import procs
 from cronwrap.errors import (
@@ -99,7 +100,7 @@ class SuperviseSpec(Record):
     cwd: str | None
     pass_fds: tuple[int, ...]
     orphan_grace: float
-    _defaults = dict(timeout=0.0, kill_after=0.0, signal=signal.SIGTERM, leave_orphans=False,
+    _defaults = dict(timeout=0.0, kill_after=0.0, signal=SIGTERM, leave_orphans=False,
                      cwd=None, pass_fds=(), orphan_grace=5.0)
 
     def __init__(self, *args: object, **kwargs: object) -> None:
@@ -197,7 +198,7 @@ class Keeper:
             os.close(stderr)
         if failure is not None:
             return self._send(outcome=failure.asdict())
-        self._send(spawned=[self._tree.leader.pid, self._tree.leader.start_time])
+        self._send(spawned=[self._job_tree.leader.pid, self._job_tree.leader.start_time])
         try:
             self._supervise(wakeup, started)
         except BaseException:
@@ -219,6 +220,12 @@ class Keeper:
         self._pidfd = procs.open_pidfd(self._main_pid)  # None: fall back to ticking waitpid()
         return None
 
+    @property
+    def _job_tree(self) -> procs.Tree:
+        """The job's tree, once it has been spawned."""
+        assert self._tree is not None, "the job has not been spawned"
+        return self._tree
+
     def _send(self, **message: object) -> None:
         try:
             os.write(self._report, json.dumps(message).encode() + b"\n")
@@ -239,7 +246,7 @@ class Keeper:
             for fd, _events in poller.poll(self._poll_timeout_ms(deadline)):
                 if fd == wakeup:
                     _drain(wakeup)
-                elif fd == self._control and self._from_wrapper():
+                elif fd == self._control and self._from_wrapper(fd):
                     return self._abort()
             if deadline is not None and time.monotonic() >= deadline and not self._ending:
                 self._timed_out = True
@@ -250,14 +257,14 @@ class Keeper:
                 os.close(self._pidfd)  # it stays readable forever once the main exited
                 self._pidfd = None
 
-    def _from_wrapper(self) -> bool:
-        """Act on what the wrapper sent; True when it asked to abort."""
+    def _from_wrapper(self, control: int) -> bool:
+        """Act on what the wrapper sent on ``control``; True when it asked to abort."""
         try:
-            data = os.read(self._control, 4096)
+            data = os.read(control, 4096)
         except BlockingIOError:
             return False
         if not data:  # the wrapper died: end the job as a timeout would
-            os.close(self._control)
+            os.close(control)
             self._control = None
             self._begin_ending(self.spec.kill_after or self.spec.orphan_grace)
             return False
@@ -317,7 +324,7 @@ class Keeper:
             # gone, its leftovers get orphan_grace like any other leftovers.
             self._schedule_kill(self.spec.kill_after or self.spec.orphan_grace)
             return True
-        self._orphans = len(self._tree.members())
+        self._orphans = len(self._job_tree.members())
         if self.spec.leave_orphans:
             return False
         self._begin_ending(self.spec.kill_after or self.spec.orphan_grace)
@@ -358,7 +365,7 @@ class Keeper:
     def _on_reaped(self, pid: int, status: int) -> None:
         if pid == self._main_pid and self._main_status is None:
             self._main_status = status
-            self._tree.group = False  # its PID, the group's ID, may be reused from now on
+            self._job_tree.group = False  # its PID, the group's ID, may be reused from now on
             if self._proc is not None:
                 # Tell Popen it is reaped, or its __del__ would waitpid() a recycled PID.
                 self._proc.returncode = os.waitstatus_to_exitcode(status)
@@ -374,11 +381,10 @@ class Keeper:
 
     def _outcome(self, duration: float) -> Outcome:
         status = self._main_status
-        exited = status is not None and os.WIFEXITED(status)
-        signaled = status is not None and os.WIFSIGNALED(status)
         return Outcome(
-            exit_code=os.WEXITSTATUS(status) if exited else None,
-            signal=os.WTERMSIG(status) if signaled else None,
+            exit_code=(os.WEXITSTATUS(status)
+                       if status is not None and os.WIFEXITED(status) else None),
+            signal=os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None,
             timed_out=self._timed_out,
             killed=self._killed,
             spawn_error=None,

@@ -28,7 +28,10 @@ from pathlib import Path
 from cronwrap.process import procs
 from cronwrap.errors import LockError, PathError
 from cronwrap.paths import check_dir, ensure_private_dir, file_name, open_private
-from cronwrap.record import Record
+from cronwrap.record import TYPE_CHECKING, Record
+
+if TYPE_CHECKING:
+    from typing import Callable
 
 POLL = 0.05
 HOLDERS = "holders"
@@ -243,7 +246,8 @@ def open_lock(kind: str, path: Path, lock_dir: Path) -> Lock:
     return FlockLock(path, lock_dir) if kind == "flock" else PidLock(path, lock_dir)
 
 
-def acquire_waiting(lock: Lock, wait: float, monotonic=time.monotonic) -> bool:
+def acquire_waiting(lock: Lock, wait: float,
+                    monotonic: Callable[[], float] = time.monotonic) -> bool:
     """Try until ``wait`` seconds have passed (0 = wait forever)."""
     deadline = monotonic() + wait if wait > 0 else None
     while not lock.try_acquire():

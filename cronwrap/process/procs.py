@@ -591,7 +591,7 @@ def reap(pid: int, timeout: float | None = None) -> bool:
             continue
         if done:
             return True
-        if time.monotonic() >= deadline:
+        if deadline is not None and time.monotonic() >= deadline:
             return False
         time.sleep(POLL / 5)
 

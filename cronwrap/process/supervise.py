@@ -169,7 +169,7 @@ class Supervisor:
                         return outcome
                 elif fd in self._pipes:
                     self._pass_output(fd)
-                elif fd in writable:
+                elif fd in writable and self._passthrough is not None:
                     self._passthrough.send(writable[fd])
             self._close_unread_pipes()
 

@@ -27,7 +27,14 @@ if TYPE_CHECKING:
     from cronwrap.run.invocation import Invocation
     from cronwrap.process.keeper import JobProcess, Outcome
     from cronwrap.ledger import base
+    from typing import TypedDict
+
     from cronwrap.options.spec import JobSpec
+
+    class WrapperUsage(TypedDict):
+        wrapper_cpu_ms: int
+        wrapper_maxrss_kb: int
+
 
 FINISH_RETRIES = 3
 FINISH_DB_WAIT = 10.0  # a finish waits at most this long for a full server (then: the outbox)
@@ -70,8 +77,9 @@ def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
                       leave_orphans=spec.leave_orphans,
                       pass_fds=(lock.fd_for_job,) if lock and lock.fd_for_job is not None else ()),
         capture, lambda job: on_spawn(inv, lock, job), passthrough)
-    heartbeat = Heartbeat(ledger, run, spec.lease, supervisor) if ledger is not None else None
-    if heartbeat:
+    heartbeat = None
+    if ledger is not None:
+        heartbeat = Heartbeat(ledger, run, spec.lease, supervisor)
         ledger.idle()  # claimed: no server connection while the job runs, but for renewals
         heartbeat.start()
     try:
@@ -123,7 +131,7 @@ def passthrough_error(passthrough: Passthrough | None) -> str | None:
     return "; ".join(f"{names[t]}: {why}" for t, why in sorted(passthrough.errors.items()))
 
 
-def wrapper_usage() -> dict[str, int]:
+def wrapper_usage() -> WrapperUsage:
     """The wrapper's own CPU and peak memory (not the job's), for the run log and bench/."""
     import resource
 

@@ -94,10 +94,11 @@ def verdict(inv: Invocation, ledger: base.Ledger | None, slot: SlotRun) -> str:
         return "run (the ledger cannot tell what ran)"
     answer = ledger.preview(inv.request(slot))
     row = answer.blocking
-    if answer.skip_reason == Reason.OVERLAP:
-        return (f"skip (overlap): run {row.run_id} of slot {row.run_key} is running on "
-                f"{row.host} (pid {row.pid})")
     if answer.skip_reason is not None:
+        assert row is not None, "a skip names the row in the way (Ledger.preview)"
+        if answer.skip_reason == Reason.OVERLAP:
+            return (f"skip (overlap): run {row.run_id} of slot {row.run_key} is running on "
+                    f"{row.host} (pid {row.pid})")
         if row.status == Status.RUNNING:
             return f"skip: running now on {row.host} (run {row.run_id}, pid {row.pid})"
         return (f"skip: already ran (run {row.run_id}, {row.status})"

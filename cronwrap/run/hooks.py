@@ -21,9 +21,12 @@ from cronwrap.process import procs
 from cronwrap.errors import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SIGNAL_BASE
 from cronwrap.run.jobenv import exec_values
 from cronwrap.model import DONE_STATUSES
-from cronwrap.record import Record
+from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.redact.redactor import split_userinfo, url as redact
 from cronwrap import __version__
+
+if TYPE_CHECKING:
+    from subprocess import Popen
 
 TAIL_BYTES = 4096  # of a hook's output kept, and of the job's output given to a hook
 PING_BODY_BYTES = 10 * 1024
@@ -74,9 +77,10 @@ def hook_env(run_env: dict[str, str], status: str, exit_code: int | None,
     """The job's environment (jobenv.JOB_VARIABLES) plus HOOK_VARIABLES for the run. Unknown
     values are empty strings; the output tail is cut to its last 4 KiB, NULs removed (an environment
     string cannot hold one)."""
-    values = (status, "" if exit_code is None else str(exit_code),
-              "" if duration_ms is None else str(int(duration_ms)),
-              tail_text(output_tail or b"", TAIL_BYTES).replace("\0", ""), reason or "")
+    values: tuple[str, ...] = (
+        status, "" if exit_code is None else str(exit_code),
+        "" if duration_ms is None else str(int(duration_ms)),
+        tail_text(output_tail or b"", TAIL_BYTES).replace("\0", ""), reason or "")
     if alert:
         values += (alert,)
     return {**run_env, **exec_values(dict(zip(HOOK_VARIABLES, values)))}
@@ -109,7 +113,9 @@ def run_hook(command: str, env: dict[str, str], timeout: float) -> HookResult:
         code = EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_NOT_EXECUTABLE
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return HookResult(code, False, time.monotonic() - started, f"cannot run hook: {reason}")
-    watch = _HookWatch(proc, started + timeout if timeout > 0 else None)
+    output = proc.stdout
+    assert output is not None  # stdout=PIPE
+    watch = _HookWatch(proc, output.fileno(), started + timeout if timeout > 0 else None)
     try:
         watch.collect()
     except Exception as exc:  # a bug here must not become the job's failure: end the hook
@@ -117,7 +123,7 @@ def run_hook(command: str, env: dict[str, str], timeout: float) -> HookResult:
         watch.tail += f"\ncronwrap: hook supervision failed: {type(exc).__name__}: {exc}".encode()
         proc.poll()
     finally:
-        proc.stdout.close()
+        output.close()
     code = proc.returncode
     if code is None:  # unkillable (uninterruptible sleep): leave it, report what KILL means
         code = EXIT_SIGNAL_BASE + signal.SIGKILL
@@ -130,8 +136,8 @@ def run_hook(command: str, env: dict[str, str], timeout: float) -> HookResult:
 class _HookWatch:
     """Reads a hook's output into a bounded tail while enforcing its deadline."""
 
-    def __init__(self, proc, deadline: float | None) -> None:
-        self.proc, self.deadline = proc, deadline
+    def __init__(self, proc: Popen[bytes], fd: int, deadline: float | None) -> None:
+        self.proc, self.fd, self.deadline = proc, fd, deadline
         self.tree = procs.Tree(procs.identify(proc.pid), group=True)
         self.tail = bytearray()
         self.timed_out = False
@@ -141,7 +147,7 @@ class _HookWatch:
     def collect(self) -> None:
         import selectors
 
-        fd = self.proc.stdout.fileno()
+        fd = self.fd
         eof = False
         with selectors.DefaultSelector() as sel:
             sel.register(fd, selectors.EVENT_READ)

@@ -11,6 +11,7 @@ from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from cronwrap.ledger import base
+    from cronwrap.run.invocation import Supervising
 
 
 class Heartbeat:
@@ -23,7 +24,8 @@ class Heartbeat:
     when it was sent: the database computed the new lease no earlier than that.
     """
 
-    def __init__(self, ledger: base.Ledger, run: Run, lease: float, supervisor) -> None:
+    def __init__(self, ledger: base.Ledger, run: Run, lease: float,
+                 supervisor: Supervising) -> None:
         self.ledger, self.run_row, self.lease, self.supervisor = ledger, run, lease, supervisor
         self.stopped = threading.Event()
         self.lost = False

@@ -26,7 +26,14 @@ from cronwrap.paths import ensure_private_dir, open_private
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import Any, Protocol
+
     from cronwrap.ledger import base
+
+    class Emit(Protocol):
+        """Where an event goes: the run log's ``EventLog.emit``."""
+
+        def __call__(self, event: Event, **fields: Any) -> object: ...
 
 QUARANTINE = "bad"
 _OWNER = {"job": str, "run_id": int, "fence": int, "run_key": str, "host": str, "pid": int,
@@ -104,7 +111,7 @@ def read_entry(path: Path) -> tuple[Run, Finish]:
     return run, result
 
 
-def deliver(state_dir: Path, url: str | None, ledger: base.Ledger, emit) -> int:
+def deliver(state_dir: Path, url: str | None, ledger: base.Ledger, emit: Emit) -> int:
     """Deliver waiting results; each is removed once the ledger has answered for it."""
     delivered = 0
     for path in pending(state_dir, url):
@@ -126,7 +133,7 @@ def deliver(state_dir: Path, url: str | None, ledger: base.Ledger, emit) -> int:
     return delivered
 
 
-def quarantine(path: Path, reason: Exception, emit) -> None:
+def quarantine(path: Path, reason: Exception, emit: Emit) -> None:
     """Move a bad entry to outbox/bad/ (kept, never deleted) and say so once."""
     target = path.parent / QUARANTINE / path.name
     try:

@@ -58,7 +58,7 @@ class EventLog:
         self.fd: int | None = None
         self.failed: str | None = None
 
-    def emit(self, event: Event, **fields: Any) -> dict:
+    def emit(self, event: Event, **fields: Any) -> dict[str, Any]:
         record = {"ts": iso_now(), "event": event, **fields}
         # backslashreplace: a name or path from argv may hold undecodable bytes (surrogates)
         line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode(
@@ -105,16 +105,16 @@ class EventLog:
             self.fd = None
 
 
-def read_events(log_dir: Path) -> list[dict]:
+def read_events(log_dir: Path) -> list[dict[str, Any]]:
     """All events, oldest first, across rotated files (for tests and ``logs``)."""
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     for n in range(EVENTS_KEEP_FILES, 0, -1):
         out.extend(_read_jsonl(log_dir / f"{EVENTS_FILE}.{n}"))
     out.extend(_read_jsonl(log_dir / EVENTS_FILE))
     return out
 
 
-def _read_jsonl(file: Path) -> list[dict]:
+def _read_jsonl(file: Path) -> list[dict[str, Any]]:
     try:
         with open(file, encoding="utf-8", errors="replace") as f:
             return [json.loads(line) for line in f if line.strip()]
@@ -225,6 +225,8 @@ class OutputCapture:
         return stream.feed(data)
 
     def _store(self, data: bytes) -> None:
+        if self.fd is None:  # the capture failed: nothing more is kept
+            return
         try:
             if os.write(self.fd, data) != len(data):
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))

@@ -31,7 +31,11 @@ from cronwrap.stdio import warn
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Any, Callable
+    from datetime import datetime
+    from typing import Any, Callable, TypeVar, TypeVarTuple
+
+    T = TypeVar("T")
+    Ts = TypeVarTuple("Ts")
 
     from cronwrap.run.hooks import HookResult
     from cronwrap.run.invocation import Supervising
@@ -109,7 +113,8 @@ def open_or_unrecorded(inv: Invocation) -> base.Ledger | None:
     try:
         return inv.world.open_ledger(inv)
     except LedgerError as exc:
-        return unreachable(inv, exc)
+        unreachable(inv, exc)
+        return None
 
 
 def unreachable(inv: Invocation, exc: LedgerError) -> None:
@@ -118,10 +123,9 @@ def unreachable(inv: Invocation, exc: LedgerError) -> None:
     inv.event(Event.LEDGER_UNREACHABLE, error=str(exc), action="run-unrecorded")
     warn(f"{exc}; running {inv.spec.name} unrecorded (--on-db-error run-unrecorded): only the "
          "local lock prevents overlaps")
-    return None
 
 
-def once_more(call: Callable[..., Any], *args: Any) -> Any:
+def once_more(call: Callable[[*Ts], T], *args: *Ts) -> T:
     """A ledger call before the claim, retried once on a fresh connection when the previous
     one was ended (idle_session_timeout, pg_terminate_backend, a server restart). These calls
     read, or write what is written only once (marks, skips), so a retry is always safe."""
@@ -160,7 +164,7 @@ def take_lock(inv: Invocation) -> LocalLock:
 
 
 def history(inv: Invocation, ledger: base.Ledger | None
-            ) -> tuple[Any, set[str]] | None:
+            ) -> tuple[datetime | None, set[str]] | None:
     """What plan_firing needs of the ledger: the job's newest slot and recent run keys."""
     if ledger is None or inv.timing.schedule is None or is_manual(inv.spec):
         return None
@@ -174,7 +178,8 @@ def run_slots(inv: Invocation, ledger: base.Ledger | None, timing: Timing,
         plan = plan_firing(inv.spec, timing, inv.now, history(inv, ledger))
         announce(inv, ledger, plan)
     except LedgerError as exc:
-        ledger = unreachable(inv, exc)
+        unreachable(inv, exc)
+        ledger = None
         plan = plan_firing(inv.spec, timing, inv.now, None)
         announce(inv, None, plan)
     slots = plan.slots[-1:] if local.busy else plan.slots  # busy: record its own skip
@@ -294,19 +299,22 @@ def claim_and_execute(inv: Invocation, ledger: base.Ledger | None, slot: SlotRun
     """Claim and run the slot (an Attempt), or record why not (None)."""
     try:
         if ledger is not None and local.busy:
-            return skip(inv, once_more(ledger.record_skip, inv.request(slot), Reason.OVERLAP),
-                        slot)
+            skip(inv, once_more(ledger.record_skip, inv.request(slot), Reason.OVERLAP), slot)
+            return None
         inv.failpoint("before_claim")
         claim = claim_slot(inv, ledger, slot, retry_of) if ledger is not None else None
         inv.failpoint("after_claim")
     except LedgerError as exc:
-        ledger = claim = unreachable(inv, exc)
+        unreachable(inv, exc)
+        ledger = claim = None
     if local.busy:
-        return skip(inv, Claim(run=None, skip_reason=Reason.OVERLAP), slot)
+        skip(inv, Claim(run=None, skip_reason=Reason.OVERLAP), slot)
+        return None
     if claim is None:
         claim = Claim(run=unrecorded_run(inv, slot))
     elif claim.run is None:
-        return skip(inv, claim, slot)
+        skip(inv, claim, slot)
+        return None
     return execute(inv, ledger, claim, local.held)
 
 
