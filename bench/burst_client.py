@@ -25,9 +25,9 @@ from datetime import datetime, timezone
 
 
 def ledger_claimer(url: str, run_key: str):
-    from cronwrap.process import procs
-    from cronwrap.model import ClaimRequest, JobInfo
     from cronwrap.ledger.postgres import PostgresLedger
+    from cronwrap.model import ClaimRequest, JobInfo
+    from cronwrap.process import procs
 
     pid, pid_start = procs.self_identity()
     slot = datetime.strptime(run_key, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)

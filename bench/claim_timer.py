@@ -21,9 +21,9 @@ import sys
 import time
 from datetime import datetime, timezone
 
-from cronwrap.process import procs
-from cronwrap.model import ClaimRequest, Finish, JobInfo
 from cronwrap.ledger.postgres import PostgresLedger
+from cronwrap.model import ClaimRequest, Finish, JobInfo
+from cronwrap.process import procs
 
 
 def main() -> int:

@@ -43,10 +43,10 @@ import threading
 import time
 from datetime import datetime
 
-from cronwrap.process import procs
 from cronwrap.errors import LedgerError
-from cronwrap.model import ClaimRequest, Finish, JobInfo
 from cronwrap.ledger.postgres import PostgresLedger
+from cronwrap.model import ClaimRequest, Finish, JobInfo
+from cronwrap.process import procs
 
 DB_WAIT = 60.0  # --db-wait's default, passed on if the ledger takes it
 

@@ -46,8 +46,8 @@ def timed(names: list[str], args: list[str]) -> None:
             pass  # a module made at run time (not importable by name)
     imported = time.perf_counter()
     from cronwrap import cli
-    from cronwrap.read import reads, report
     from cronwrap.ledger import sqlcore
+    from cronwrap.read import reads, report
 
     spent = {"connect": 0.0, "query": 0.0}
 

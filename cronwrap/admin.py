@@ -143,8 +143,8 @@ def _lock_file(name: str, given: str | None) -> tuple[Path, Path]:
     CRONWRAP_LOCK_FILE, lock-file in the config file, else the default), and the lock
     directory that keeps its holder record."""
     from cronwrap.options import config, spec
-    from cronwrap.process import locks
     from cronwrap.paths import resolve_dirs
+    from cronwrap.process import locks
 
     lock_dir = resolve_dirs(os.environ).locks
     merged = config.merge({} if given is None else {"lock-file": given}, os.environ, _config(),
@@ -265,9 +265,9 @@ def lint(file: str, system: bool | None) -> int:
 
 
 def prune(older_than: str, keep_last: int, db: str | None) -> int:
-    from cronwrap.read import prune as retention
     from cronwrap.options.durations import parse_duration
     from cronwrap.paths import resolve_dirs
+    from cronwrap.read import prune as retention
 
     age = parse_duration(older_than, "--older-than")
     ledger = _ledger(db)
@@ -281,8 +281,8 @@ def prune(older_than: str, keep_last: int, db: str | None) -> int:
 
 
 def serve(listen: str, token_file: str | None, no_auth: bool, db: str | None) -> int:
-    from cronwrap.redact import redactor as redact
     from cronwrap.read import serve as server
+    from cronwrap.redact import redactor as redact
 
     address = server.parse_listen(listen)
     token, made = server.token_for(address, token_file, no_auth)

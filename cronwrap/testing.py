@@ -22,13 +22,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from cronwrap.ledger.sqlite import SqliteLedger
+from cronwrap.model import Run
+from cronwrap.options.spec import build_spec
+from cronwrap.process.keeper import JobProcess, Outcome, SuperviseSpec
 from cronwrap.run import runner
 from cronwrap.run.hooks import HookResult
 from cronwrap.run.invocation import LocalLock, World
-from cronwrap.process.keeper import JobProcess, Outcome, SuperviseSpec
-from cronwrap.model import Run
-from cronwrap.ledger.sqlite import SqliteLedger
-from cronwrap.options.spec import build_spec
 from cronwrap.stdio import Passthrough
 
 T0 = datetime(2026, 10, 28, 10, 0, 5, tzinfo=timezone.utc).timestamp()  # 5 s into a minute

@@ -22,10 +22,10 @@ from psycopg import conninfo, errors
 from psycopg.rows import dict_row
 
 from cronwrap.errors import LedgerError
-from cronwrap.redact.redactor import url as redact_url
 from cronwrap.ledger import sql
 from cronwrap.ledger.sqlcore import SqlLedger
 from cronwrap.model import Claim, ClaimRequest, Finish, Run
+from cronwrap.redact.redactor import url as redact_url
 
 if TYPE_CHECKING:
     from cronwrap.ledger.sqlcore import Row

@@ -11,11 +11,11 @@ from abc import abstractmethod
 from contextlib import contextmanager
 from datetime import datetime
 
+from cronwrap.errors import LedgerError
 from cronwrap.ledger.base import Ledger
 from cronwrap.model import (DONE_STATUSES, Claim, ClaimRequest, Finish, JobInfo, JobSummary,
                             Reason, Run, Status, Trigger)
 from cronwrap.record import TYPE_CHECKING
-from cronwrap.errors import LedgerError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -11,11 +11,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from cronwrap.errors import LedgerError
+from cronwrap.errors import PathError
 from cronwrap.ledger import sql
 from cronwrap.ledger.sqlcore import SqlLedger
-from cronwrap.record import TYPE_CHECKING
-from cronwrap.errors import PathError
 from cronwrap.paths import check_existing, open_private
+from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterator

@@ -23,9 +23,9 @@ import stat
 from pathlib import Path
 
 from cronwrap.errors import ConfigError, UsageError
-from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.model import valid_name
 from cronwrap.options import spec
+from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
     from typing import Any, Mapping

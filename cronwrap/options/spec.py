@@ -14,9 +14,9 @@ import math
 import signal as _signal
 from pathlib import Path
 
-from cronwrap.options.durations import DurationTooLarge, parse_duration
 from cronwrap.errors import UsageError
 from cronwrap.model import ALNUM, Status, valid_name
+from cronwrap.options.durations import DurationTooLarge, parse_duration
 from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:

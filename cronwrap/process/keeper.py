@@ -38,7 +38,6 @@ import signal
 import time
 from signal import SIGTERM  # for SuperviseSpec, whose field "signal" hides the module there
 
-from cronwrap.process import procs
 from cronwrap.errors import (
     EXIT_KILLED,
     EXIT_NOT_EXECUTABLE,
@@ -46,6 +45,7 @@ from cronwrap.errors import (
     EXIT_SIGNAL_BASE,
     EXIT_TIMEOUT,
 )
+from cronwrap.process import procs
 from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:

@@ -25,9 +25,9 @@ import signal
 import time
 from pathlib import Path
 
-from cronwrap.process import procs
 from cronwrap.errors import LockError, PathError
 from cronwrap.paths import check_dir, ensure_private_dir, file_name, open_private
+from cronwrap.process import procs
 from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:

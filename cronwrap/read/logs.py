@@ -23,8 +23,8 @@ from pathlib import Path
 from cronwrap.errors import PathError, UsageError
 from cronwrap.model import Run, Status
 from cronwrap.record import TYPE_CHECKING
-from cronwrap.textsafe import safe_text
 from cronwrap.run.runlog import output_path
+from cronwrap.textsafe import safe_text
 
 if TYPE_CHECKING:
     from cronwrap.ledger import base

@@ -14,11 +14,11 @@ import stat
 from datetime import datetime
 from pathlib import Path
 
-from cronwrap.options.durations import format_duration
 from cronwrap.errors import (CHECK_CRITICAL, CHECK_OK, CHECK_UNKNOWN, CHECK_WARNING, PathError)
 from cronwrap.model import FINAL_STATUSES, Status
-from cronwrap.record import TYPE_CHECKING, Record
+from cronwrap.options.durations import format_duration
 from cronwrap.read.report import CRITICAL, OK, WARNING
+from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.textsafe import safe_text
 
 if TYPE_CHECKING:

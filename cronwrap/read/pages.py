@@ -17,13 +17,13 @@ from html import escape
 from urllib.parse import quote
 
 from cronwrap import __version__
-from cronwrap.options.durations import format_duration
 from cronwrap.errors import CHECK_CRITICAL
 from cronwrap.model import Run, Status, iso
+from cronwrap.options.durations import format_duration
 from cronwrap.read.monitoring import HEALTH_STATES
 from cronwrap.read.picture import MARKS, Picture, history_picture
-from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.read.report import JobReport, ago, duration_text
+from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.textsafe import safe_text
 
 if TYPE_CHECKING:

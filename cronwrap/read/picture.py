@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from cronwrap.options.durations import format_duration
 from cronwrap.model import Run, Status
+from cronwrap.options.durations import format_duration
 from cronwrap.record import Record
 
 

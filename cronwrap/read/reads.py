@@ -17,12 +17,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from cronwrap.errors import CHECK_UNKNOWN, CronwrapError, UsageError
-from cronwrap.record import TYPE_CHECKING
-from cronwrap.stdio import write_utf8
 from cronwrap.ledger.url import open_ledger
 from cronwrap.options import config as files, spec
 from cronwrap.options.durations import parse_duration
 from cronwrap.paths import resolve_dirs
+from cronwrap.record import TYPE_CHECKING
+from cronwrap.stdio import write_utf8
 
 if TYPE_CHECKING:
     from cronwrap.ledger import base
@@ -196,8 +196,8 @@ def logs(name: str, run_id: int | None, last: bool, follow: bool, raw: bool,
 
 def explain(expression: str, tz: str | None, count: int, start: str | None,
             as_json: bool) -> int:
-    from cronwrap.read import report
     from cronwrap import schedule as sched
+    from cronwrap.read import report
 
     host = sched.system_zone_name()
     zone, zone_name = sched.resolve_zone(tz, os.environ, host)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from cronwrap.options.durations import format_duration
-from cronwrap.model import BAD_STATUSES, DONE_STATUSES, JobSummary, Run, Status, iso
-from cronwrap.record import TYPE_CHECKING, Record
-from cronwrap.read.table import Cell, Screen, render_table, render_text
-from cronwrap.textsafe import safe_text
 from cronwrap.errors import CronwrapError
+from cronwrap.model import BAD_STATUSES, DONE_STATUSES, JobSummary, Run, Status, iso
+from cronwrap.options.durations import format_duration
+from cronwrap.read.table import Cell, Screen, render_table, render_text
+from cronwrap.record import TYPE_CHECKING, Record
+from cronwrap.textsafe import safe_text
 
 if TYPE_CHECKING:
     from cronwrap.ledger import base

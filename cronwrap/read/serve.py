@@ -35,16 +35,16 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, unquote_plus
 
-from cronwrap.read import pages
+from cronwrap import schedule as sched
 from cronwrap.commands import default
-from cronwrap.options.durations import parse_duration
 from cronwrap.errors import CronwrapError, PathError, UsageError
 from cronwrap.model import JobSummary, Run, Status
-from cronwrap.record import TYPE_CHECKING, Record
-from cronwrap import schedule as sched
+from cronwrap.options.durations import parse_duration
 from cronwrap.paths import ensure_private_dir, file_name, open_private, resolve_dirs
+from cronwrap.read import pages
 from cronwrap.read import monitoring as monitor, report
 from cronwrap.read.logs import open_below
+from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.run.runlog import output_path, read_events
 from cronwrap.schedule.explanation import in_words
 

@@ -9,24 +9,24 @@ from __future__ import annotations
 
 import time
 
-from cronwrap.run import outbox, policy
-from cronwrap.redact.deadline import CpuBudget
-from cronwrap.options.durations import format_duration
 from cronwrap.errors import LedgerError
+from cronwrap.model import Claim, Event, Finish, Reason, Run, Status
+from cronwrap.options.durations import format_duration
+from cronwrap.record import TYPE_CHECKING, Record
+from cronwrap.redact.deadline import CpuBudget
+from cronwrap.redact.redactor import Redactor, secret_values
+from cronwrap.run import outbox, policy
 from cronwrap.run.firing import cron_zone
 from cronwrap.run.jobenv import job_environment
 from cronwrap.run.lease import Heartbeat
-from cronwrap.model import Claim, Event, Finish, Reason, Run, Status
-from cronwrap.redact.redactor import Redactor, secret_values
-from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.run.runlog import RunFiles
 from cronwrap.stdio import Passthrough, warn
 
 if TYPE_CHECKING:
-    from cronwrap.process import locks
-    from cronwrap.run.invocation import Invocation
-    from cronwrap.process.keeper import JobProcess, Outcome
     from cronwrap.ledger import base
+    from cronwrap.process import locks
+    from cronwrap.process.keeper import JobProcess, Outcome
+    from cronwrap.run.invocation import Invocation
     from typing import TypedDict
 
     from cronwrap.options.spec import JobSpec

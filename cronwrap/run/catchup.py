@@ -27,11 +27,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from cronwrap.options.durations import format_duration
 from cronwrap.errors import UsageError
 from cronwrap.model import Mark, Reason, SlotRun, Status, Trigger
-from cronwrap.record import TYPE_CHECKING
+from cronwrap.options.durations import format_duration
 from cronwrap.options.spec import MAX_SLOTS
+from cronwrap.record import TYPE_CHECKING
 from cronwrap.schedule import (
     DEFAULT_TOLERANCE,
     Frozen,

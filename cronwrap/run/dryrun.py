@@ -11,14 +11,14 @@ from __future__ import annotations
 import sys
 
 from cronwrap.errors import LedgerError
-from cronwrap.run.firing import Timing, needs_recorded_schedule, plan_firing, resolve_timing
-from cronwrap.run.invocation import Invocation
 from cronwrap.ledger.url import open_ledger
 from cronwrap.model import DONE_STATUSES, Reason, SlotRun, Status, Trigger
-from cronwrap.record import TYPE_CHECKING
-from cronwrap.run.runner import history, real_world, recorded_job
 from cronwrap.options.spec import JobSpec
 from cronwrap.process import locks
+from cronwrap.record import TYPE_CHECKING
+from cronwrap.run.firing import Timing, needs_recorded_schedule, plan_firing, resolve_timing
+from cronwrap.run.invocation import Invocation
+from cronwrap.run.runner import history, real_world, recorded_job
 
 if TYPE_CHECKING:
     from cronwrap.ledger import base

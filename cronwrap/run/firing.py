@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from cronwrap.model import JobInfo, Mark
-    from cronwrap.schedule import Schedule
     from cronwrap.options.spec import JobSpec
+    from cronwrap.schedule import Schedule
 
 
 class Timing(Record):

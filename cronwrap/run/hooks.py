@@ -17,13 +17,13 @@ import signal
 import threading
 import time
 
-from cronwrap.process import procs
+from cronwrap import __version__
 from cronwrap.errors import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SIGNAL_BASE
-from cronwrap.run.jobenv import exec_values
 from cronwrap.model import DONE_STATUSES
+from cronwrap.process import procs
 from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.redact.redactor import split_userinfo, url as redact
-from cronwrap import __version__
+from cronwrap.run.jobenv import exec_values
 
 if TYPE_CHECKING:
     from subprocess import Popen

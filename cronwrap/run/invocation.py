@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 
-from cronwrap.run import policy
-from cronwrap.process import procs
-from cronwrap.run.firing import Timing
 from cronwrap.model import ClaimRequest, Event, JobInfo, Run, SlotRun, iso
 from cronwrap.paths import resolve_dirs
+from cronwrap.process import procs
 from cronwrap.record import TYPE_CHECKING, Record
+from cronwrap.run import policy
+from cronwrap.run.firing import Timing
 from cronwrap.run.runlog import EventLog
 from cronwrap.stdio import warn
 
@@ -18,12 +18,12 @@ if TYPE_CHECKING:
     from random import Random
     from typing import Any, Callable, Protocol
 
-    from cronwrap.run.hooks import HookResult, Pinger
-    from cronwrap.process.keeper import JobProcess, Outcome, SuperviseSpec
     from cronwrap.ledger.base import Ledger
+    from cronwrap.options.spec import JobSpec
+    from cronwrap.process.keeper import JobProcess, Outcome, SuperviseSpec
     from cronwrap.process.locks import Lock
     from cronwrap.redact.redactor import Redactor
-    from cronwrap.options.spec import JobSpec
+    from cronwrap.run.hooks import HookResult, Pinger
     from cronwrap.stdio import Passthrough
 
     class Supervising(Protocol):

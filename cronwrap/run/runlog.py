@@ -21,8 +21,8 @@ from pathlib import Path
 from cronwrap.errors import CronwrapError
 from cronwrap.paths import ensure_private_dir, file_name, open_private
 from cronwrap.record import TYPE_CHECKING
-from cronwrap.stdio import warn
 from cronwrap.redact.redactor import redact_window
+from cronwrap.stdio import warn
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

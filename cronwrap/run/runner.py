@@ -14,19 +14,19 @@ from __future__ import annotations
 import random
 import time
 
-from cronwrap.process import locks
-from cronwrap.run import outbox, policy
-from cronwrap.run.attempt import Attempt, execute
 from cronwrap.errors import LedgerError
-from cronwrap.run.firing import (FiringPlan, Timing, history_since, is_manual,
-                             needs_recorded_schedule, plan_firing, resolve_timing)
-from cronwrap.run.invocation import Invocation, LocalLock, World
 from cronwrap.ledger.url import open_ledger
 from cronwrap.model import (DONE_STATUSES, Claim, Event, JobInfo, Mark, Reason, Run, SlotRun,
                             Status, Trigger, iso)
-from cronwrap.paths import check_parent, ensure_private_dir
-from cronwrap.record import TYPE_CHECKING
 from cronwrap.options.spec import JobSpec
+from cronwrap.paths import check_parent, ensure_private_dir
+from cronwrap.process import locks
+from cronwrap.record import TYPE_CHECKING
+from cronwrap.run import outbox, policy
+from cronwrap.run.attempt import Attempt, execute
+from cronwrap.run.firing import (FiringPlan, Timing, history_since, is_manual,
+                             needs_recorded_schedule, plan_firing, resolve_timing)
+from cronwrap.run.invocation import Invocation, LocalLock, World
 from cronwrap.stdio import warn
 
 if TYPE_CHECKING:
@@ -37,10 +37,10 @@ if TYPE_CHECKING:
     T = TypeVar("T")
     Ts = TypeVarTuple("Ts")
 
+    from cronwrap.ledger import base
+    from cronwrap.process.keeper import JobProcess, SuperviseSpec
     from cronwrap.run.hooks import HookResult
     from cronwrap.run.invocation import Supervising
-    from cronwrap.process.keeper import JobProcess, SuperviseSpec
-    from cronwrap.ledger import base
     from cronwrap.stdio import Passthrough
 
 WAIT_POLL = 1.0

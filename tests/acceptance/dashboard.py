@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cronwrap.model import ClaimRequest, Finish, JobInfo, Mark
 from cronwrap.ledger.sqlite import SqliteLedger
+from cronwrap.model import ClaimRequest, Finish, JobInfo, Mark
 
 SCRIPT_NAME = "<script>alert(1)</script>"
 HOURLY = "hourly-report"

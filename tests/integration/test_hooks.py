@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from cronwrap.errors import UsageError
-from cronwrap.run.hooks import HOOK_VARIABLES, TAIL_BYTES, Pinger, hook_env, ping_url, redact, run_hook
 from cronwrap.redact.redactor import parse_ping_url
+from cronwrap.run.hooks import HOOK_VARIABLES, TAIL_BYTES, Pinger, hook_env, ping_url, redact, run_hook
 
 BASE_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CRONWRAP_JOB": "settle",
             "CRONWRAP_RUN_ID": "42", "CRONWRAP_ATTEMPT": "1"}

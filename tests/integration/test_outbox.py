@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from cronwrap.run import outbox
-from cronwrap.model import ClaimRequest, Event, Finish, JobInfo
 from cronwrap.ledger.sqlite import SqliteLedger
+from cronwrap.model import ClaimRequest, Event, Finish, JobInfo
+from cronwrap.run import outbox
 
 T0 = datetime(2026, 10, 28, 10, 0, tzinfo=timezone.utc)
 

@@ -32,8 +32,8 @@ REPO = Path(__file__).resolve().parents[2]
 # One "host": build the ledger, say ready, wait for the word, claim each slot in turn.
 WORKER = r"""
 import json, os, sys
-from cronwrap.model import ClaimRequest, Finish, JobInfo
 from cronwrap.ledger.postgres import PostgresLedger
+from cronwrap.model import ClaimRequest, Finish, JobInfo
 
 args = json.loads(sys.argv[1])
 ledger = PostgresLedger(args["dsn"]) if not args["open_after_go"] else None

@@ -30,9 +30,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from cronwrap.process import procs
 from cronwrap.ledger import sql
 from cronwrap.model import Status
+from cronwrap.process import procs
 from tests.conftest import CW, REPO
 from tests.needs import missing
 

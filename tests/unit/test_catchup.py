@@ -8,9 +8,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from cronwrap.run.catchup import MAX_MARKS, plan_firing, plan_manual
-from cronwrap.model import Mark, SlotRun
 from cronwrap.errors import UsageError
+from cronwrap.model import Mark, SlotRun
+from cronwrap.run.catchup import MAX_MARKS, plan_firing, plan_manual
 from cronwrap.schedule import Schedule, run_key
 
 UTC = timezone.utc

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from cronwrap.errors import ConfigError, UsageError
 from cronwrap.options import spec
 from cronwrap.options.config import (BUILT_IN, CLI_SOURCE, Config, _Locator, find_config, job_name_of,
                              load_config, merge)
-from cronwrap.errors import ConfigError, UsageError
 
 
 def write(tmp_path: Path, text: str, name: str = "config.toml") -> Path:

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from cronwrap.options import config, spec
 from cronwrap import errors
-from cronwrap.run import hooks, jobenv
 from cronwrap.model import Run
+from cronwrap.options import config, spec
+from cronwrap.run import hooks, jobenv
 from tools.docs.facts import (
     ETC_CONFIG, HOME_DIRS, README_BEGIN, README_END, ROOT_DIRS, USER_CONFIG, all_commands,
     choices, has_option, is_argument, option_names)

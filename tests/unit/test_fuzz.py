@@ -23,11 +23,11 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from cronwrap.options import config, durations, runargs, spec
 from cronwrap import crontab, model, schedule
+from cronwrap.errors import CronwrapError, UsageError
+from cronwrap.options import config, durations, runargs, spec
 from cronwrap.run import firing
 from cronwrap.run.catchup import plan_firing, plan_manual
-from cronwrap.errors import CronwrapError, UsageError
 
 from tests.conftest import cronwrap_argv
 

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from cronwrap.options import config, runargs, spec
-from cronwrap.run import hooks
-from cronwrap.redact import redactor as redact
-from cronwrap.options.durations import SMALLEST, TEN_YEARS, DurationTooLarge, parse_duration
 from cronwrap.errors import ConfigError, UsageError
+from cronwrap.options import config, runargs, spec
+from cronwrap.options.durations import SMALLEST, TEN_YEARS, DurationTooLarge, parse_duration
+from cronwrap.redact import redactor as redact
+from cronwrap.run import hooks
 
 LIMITS = [o for o in spec.OPTIONS if o.parse is spec.time_limit]
 OTHER_DURATIONS = [o for o in spec.OPTIONS if o.parse in (spec.duration, spec.positive_duration)]

@@ -11,9 +11,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from cronwrap.read import monitoring as monitor
 from cronwrap.errors import PathError
 from cronwrap.model import JobSummary, Run
+from cronwrap.read import monitoring as monitor
 from cronwrap.read.monitoring import check, prometheus, write_textfile
 from cronwrap.read.picture import history_picture, sparkline
 from cronwrap.read.report import CRITICAL, OK, WARNING, JobReport

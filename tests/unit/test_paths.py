@@ -49,8 +49,8 @@ def test_a_file_another_opener_writes_is_checked_by_its_name(tmp_path):
 
 
 def test_an_outbox_entry_is_never_written_through_another_name(tmp_path):
-    from cronwrap.run import outbox
     from cronwrap.model import Finish, Run
+    from cronwrap.run import outbox
 
     run = Run(run_id=7, job="j", run_key="k", scheduled_at=None, trigger="schedule",
               status="running", fence=3, host="h", pid=1, pid_start=2)

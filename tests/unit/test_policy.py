@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cronwrap.run import policy
 from cronwrap.model import Reason, Run, Status
 from cronwrap.process.supervise import Outcome
+from cronwrap.run import policy
 
 
 def outcome(**kw) -> Outcome:

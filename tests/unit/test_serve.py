@@ -9,10 +9,10 @@ from datetime import datetime, timezone
 
 import pytest
 
-from cronwrap.read import pages, serve
 from cronwrap.errors import UsageError
-from cronwrap.model import ClaimRequest, Finish, JobInfo, Run
 from cronwrap.ledger.sqlite import SqliteLedger
+from cronwrap.model import ClaimRequest, Finish, JobInfo, Run
+from cronwrap.read import pages, serve
 from tests.imports import modules_of_a_firing
 
 NOW = datetime(2027, 1, 15, 8, 0, 30, tzinfo=timezone.utc)

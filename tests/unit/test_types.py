@@ -1,6 +1,6 @@
-"""The pure core type-checks under ``mypy --strict`` (issue 14 §6): the modules that take
-``now`` and do no I/O (ARCHITECTURE.md §1's *pure* marks, read by tests/purecore.py), where a
-wrong type is a wrong schedule or a wrong decision."""
+"""The whole package type-checks under ``mypy --strict`` (issue 21 §1), the pure core on its
+own too (ARCHITECTURE.md §1's *pure* marks, read by tests/purecore.py: with nothing else
+imported it must still check), and a ``JobSpec`` is held to its declared fields."""
 
 from __future__ import annotations
 
@@ -27,6 +27,11 @@ def mypy_strict(tmp_path: Path, *files: str) -> subprocess.CompletedProcess[str]
         [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
          "--cache-dir", str(tmp_path / "mypy-cache"), *files],
         cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+def test_the_whole_package_passes_mypy_strict(tmp_path: Path) -> None:
+    proc = mypy_strict(tmp_path, "cronwrap")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_the_pure_core_passes_mypy_strict(tmp_path: Path) -> None:

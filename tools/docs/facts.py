@@ -13,13 +13,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Iterable
 from cronwrap import commands, schedule
-from cronwrap.options import config, spec
-from cronwrap.run import hooks, runlog
-from cronwrap.read import picture, report
-from cronwrap.process import supervise
 from cronwrap.commands import Command, Param
+from cronwrap.options import config, spec
 from cronwrap.options.runargs import RUN_USAGE
 from cronwrap.paths import resolve_dirs
+from cronwrap.process import supervise
+from cronwrap.read import picture, report
+from cronwrap.run import hooks, runlog
 
 
 

@@ -4,10 +4,10 @@ the variables a job and a hook see, and the examples.
 
 from __future__ import annotations
 
-from cronwrap.run import attempt, runlog
 from cronwrap import errors, model
-from cronwrap.process import locks
 from cronwrap.model import STATUS_MEANINGS, Status
+from cronwrap.process import locks
+from cronwrap.run import attempt, runlog
 from cronwrap.schedule.zones import ZONE_VARIABLES
 
 from tools.docs.facts import (

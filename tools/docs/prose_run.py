@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from cronwrap.run import catchup, retry, runlog
 from cronwrap import commands, errors, stdio
-from cronwrap.redact import deadline, redactor as redact
-from cronwrap.read import monitoring as monitor, picture, serve
-from cronwrap.process import supervise
 from cronwrap.admin import CRONTAB_MAX
+from cronwrap.process import supervise
+from cronwrap.read import monitoring as monitor, picture, serve
+from cronwrap.redact import deadline, redactor as redact
+from cronwrap.run import catchup, retry, runlog
 
 from tools.docs.facts import (
     ALIASES, Block, EARLY, FINAL, HOOK_KILL, Example, LATE_GRACE, ORPHAN_GRACE, PING_RETRIES,

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from cronwrap.options import config, spec
 from cronwrap import errors
+from cronwrap.options import config, spec
 
 from tools.docs.facts import (
     Block, ETC_CONFIG, Example, USER_CONFIG, XDG_CONFIG, choices, size_text)

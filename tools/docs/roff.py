@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 from typing import Iterable
-from cronwrap.options import spec
 from cronwrap.commands import Param
+from cronwrap.options import spec
 
 from tools.docs.facts import (
     Block, Example, argument_label, choices, default_text, is_argument, option_names,
