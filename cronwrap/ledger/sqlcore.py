@@ -71,7 +71,6 @@ class SqlLedger(Ledger):
         what to do."""
         version = _version_number(found)
         if version is None:
-
             shown = "missing (NULL)" if found is None else repr(found)[:40]
             raise LedgerError(f"ledger {label}: its schema version ({self._version_at}) is "
                               f"{shown}, not a version number: the ledger is damaged; "
@@ -81,7 +80,6 @@ class SqlLedger(Ledger):
     def check_version(self, found: int, label: object) -> None:
         """A ledger written by a newer cronwrap is refused, never written by an older one."""
         if found > self.schema_version:
-
             raise LedgerError(f"ledger {label} has schema version {found}, newer than this "
                               f"cronwrap knows ({self.schema_version}): upgrade cronwrap on "
                               "this host (the ledger is left as it is)")
