@@ -59,6 +59,9 @@ def assess(summary: JobSummary, now: datetime, missed: int = 0, late: int = 0,
     last = summary.last_run
     if late:
         return CRITICAL, f"late: {plural(late, 'slot')} passed without a run"
+    abandoned = [r for r in summary.running if r.shown_status(now) == Status.ABANDONED]
+    if abandoned:  # its slot has not run to an end: the job's next firing takes it over
+        return CRITICAL, f"run {abandoned[-1].run_id} abandoned (its runner is gone)"
     if last is None:
         return OK, "no runs yet"
     shown = last.shown_status(now)
@@ -71,9 +74,6 @@ def assess(summary: JobSummary, now: datetime, missed: int = 0, late: int = 0,
     if last.skew_ms is not None and abs(last.skew_ms) > LATE_GRACE.total_seconds() * 1000:
         return WARNING, (f"host {last.host} fired {abs(last.skew_ms) / 1000:.0f}s "
                          f"{'after' if last.skew_ms > 0 else 'before'} the slot: check its clock")
-    abandoned = [r for r in summary.running if r.shown_status(now) == Status.ABANDONED]
-    if abandoned:
-        return WARNING, f"run {abandoned[-1].run_id} abandoned (its runner is gone)"
     recorded = missed - late
     return OK, f"last run {shown}" + (f" ({plural(recorded, 'missed slot')} in the window)"
                                       if recorded else "")

@@ -271,3 +271,41 @@ def test_health_recovers_after_a_good_run_while_the_missed_slots_stay_counted(cl
     assert clocked.at("2026-11-02T10:06:01+00:00", *failing).returncode == 1
     (bad,) = json.loads(clocked.at("2026-11-02T10:06:20+00:00", "status", "--json").stdout)
     assert (bad["health"], bad["why"]) == ("critical", "last run failed")
+
+
+def test_a_dead_runners_slot_is_run_again_by_the_next_firing(clocked, seen, tmp_path):
+    """Issue 22 §2: kill -9 a wrapper mid-job; its row becomes abandoned once the lease ends,
+    status says critical, and the job's next firing re-runs that slot first (trigger
+    takeover, its own time, attempt 2), whatever --catchup says, then its own."""
+    import signal
+    import time
+
+    from tests.acceptance.conftest import same_minute, wait_for
+    from tests.conftest import lock_holder
+
+    job, read = seen
+    every = ["-n", "t", "--schedule", "* * * * *", "--tz", "UTC", "--lease", "2"]
+    same_minute(25)
+    slot = datetime.fromtimestamp(int(time.time()) // 60 * 60).astimezone()
+    ready = tmp_path / "ready"
+    first = clocked.popen("run", *every, "--", "sh", "-c", f"touch {ready}; exec sleep 60")
+    wait_for(ready.exists, what="the first runner's job")
+    wrapper, _, job_pid, _ = lock_holder(clocked.home, "t")
+    os.kill(wrapper, signal.SIGKILL)
+    os.killpg(job_pid, signal.SIGKILL)
+    first.wait(10)
+
+    def abandoned() -> dict | None:
+        (status,) = json.loads(clocked("status", "--json").stdout)
+        return status if status["health"] == "critical" else None
+
+    status = wait_for(abandoned, timeout=15, what="the run abandoned")
+    assert status["why"].endswith("abandoned (its runner is gone)")
+    nxt = (slot + timedelta(minutes=1, seconds=1)).isoformat()
+    proc = clocked.at(nxt, "run", *every, *job)
+    assert proc.returncode == 0, proc.stderr
+    runs = read()
+    assert [(r["trigger"], r["attempt"]) for r in runs] == [("takeover", "2"), ("schedule", "1")]
+    assert datetime.fromisoformat(runs[0]["scheduled_at"]) == slot
+    assert datetime.fromisoformat(runs[1]["scheduled_at"]) == slot + timedelta(minutes=1)
+    assert {r["status"] for r in history(clocked, "t")} == {"succeeded"}

@@ -135,12 +135,12 @@ def test_a_run_whose_lease_expired_is_not_live():
 
 
 def test_what_assess_calls_a_warning_or_critical_is_kept():
-    warn = report("w", health=WARNING, why="run 7 abandoned (its runner is gone)")
+    warn = report("w", health=WARNING, why="host h fired 120s after the slot: check its clock")
     crit = report("c", health=CRITICAL, why="late: 2 slots passed without a run")
     result = check([warn, crit], NOW)
     assert result.exit_code == 2
     assert ("CRONWRAP CRITICAL - 1 critical, 1 warning: c late: 2 slots passed without a run; "
-            "w run 7 abandoned (its runner is gone) | ") in result.text
+            "w host h fired 120s after the slot: check its clock | ") in result.text
 
 
 def test_a_pipe_in_a_reason_cannot_start_the_perfdata_early():
