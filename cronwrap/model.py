@@ -77,10 +77,12 @@ BAD_STATUSES = (Status.FAILED, Status.TIMEOUT, Status.KILLED)
 
 
 class Trigger(StrEnum):
-    """Why a run ran: cron fired it for its slot, for a slot that was missed, or a person did."""
+    """Why a run ran: cron fired it for its slot, for a slot that was missed, for a slot whose
+    runner died (its run abandoned), or a person did."""
 
     SCHEDULE = "schedule"
     CATCHUP = "catchup"
+    TAKEOVER = "takeover"
     MANUAL = "manual"
 
 
@@ -165,6 +167,16 @@ class SlotRun(Record):
     trigger: Trigger
     skew_ms: int | None
     _defaults = dict(skew_ms=None)
+
+
+class SlotHistory(Record):
+    """What a scheduled firing plans from: the job's newest slot seen (None: none yet), the
+    run keys of its slots since the window's start, and of those the runs abandoned (running,
+    their lease expired: their runner died), by run key, with their slot's time."""
+
+    last_slot: datetime | None
+    keys: set[str]
+    abandoned: dict[str, datetime]
 
 
 class Mark(Record):

@@ -14,7 +14,7 @@ from datetime import datetime
 from cronwrap.errors import LedgerError
 from cronwrap.ledger.base import Ledger
 from cronwrap.model import (DONE_STATUSES, Claim, ClaimRequest, Finish, JobInfo, JobSummary,
-                            Reason, Run, Status, Trigger)
+                            Reason, Run, SlotHistory, Status, Trigger)
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -131,14 +131,16 @@ class SqlLedger(Ledger):
             self._upsert_job(cur, req, now)
             return self._insert_skip(cur, req, reason, now, blocking=None)
 
-    def slot_history(self, job: str, since: datetime) -> tuple[datetime | None, set[str]]:
+    def slot_history(self, job: str, since: datetime) -> SlotHistory:
         with self._tx(write=False) as cur:
             row = self._one(cur, "job_by_name", job=job)
             if row is None or row["last_slot"] is None:
-                return None, set()
-            keys = {r["run_key"] for r in self._all(cur, "keys_since", job=job,
-                                                     since=self._to_db(since))}
-        return self._from_db(row["last_slot"]), keys
+                return SlotHistory(None, set(), {})
+            rows = self._all(cur, "keys_since", job=job, since=self._to_db(since),
+                             now=self._db_now(cur))
+        return SlotHistory(self._from_db(row["last_slot"]), {r["run_key"] for r in rows},
+                           {r["run_key"]: self._time(r["scheduled_at"]) for r in rows
+                            if r["abandoned"]})
 
     def job_info(self, job: str) -> JobInfo | None:
         with self._tx(write=False) as cur:

@@ -16,8 +16,8 @@ import time
 
 from cronwrap.errors import LedgerError
 from cronwrap.ledger.url import open_ledger
-from cronwrap.model import (DONE_STATUSES, Claim, Event, JobInfo, Mark, Reason, Run, SlotRun,
-                            Status, Trigger, iso)
+from cronwrap.model import (DONE_STATUSES, Claim, Event, JobInfo, Mark, Reason, Run,
+                            SlotHistory, SlotRun, Status, Trigger, iso)
 from cronwrap.options.spec import JobSpec
 from cronwrap.paths import check_parent, ensure_private_dir
 from cronwrap.process import locks
@@ -163,9 +163,9 @@ def take_lock(inv: Invocation) -> LocalLock:
     return LocalLock(held=lock)
 
 
-def history(inv: Invocation, ledger: base.Ledger | None
-            ) -> tuple[datetime | None, set[str]] | None:
-    """What plan_firing needs of the ledger: the job's newest slot and recent run keys."""
+def history(inv: Invocation, ledger: base.Ledger | None) -> SlotHistory | None:
+    """What plan_firing needs of the ledger: the job's newest slot, recent run keys, and the
+    abandoned runs among them."""
     if ledger is None or inv.timing.schedule is None or is_manual(inv.spec):
         return None
     return once_more(ledger.slot_history, inv.spec.name, history_since(inv.spec, inv.now))

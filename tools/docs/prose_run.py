@@ -156,8 +156,8 @@ COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
         "in the `--since` window instead, as `history` does.",
         "`--json`: an array of jobs, each with `job`, `schedule`, `tz`, `last_run` (a run as in "
         "`history --json`, or null), `last_success_at`, `next_due_at`, `running` (runs holding a "
-        "live lease, with `lease_left_s`), `missed`, `counts` (runs by status in the window), "
-        "`health`, `first_seen` and `last_seen`. `--check`, `--format prometheus` and "
+        "live lease, with `lease_left_s`), `missed`, `late`, `counts` (runs by status in the "
+        "window), `health`, `why` (its few words), `first_seen` and `last_seen`. `--check`, `--format prometheus` and "
         "`--textfile` are described under MONITORING.",
     ),
     "history": (
@@ -403,9 +403,12 @@ CATCHUP: tuple[Block, ...] = (
     "missed slots oldest first. Each boot writes the no-slot warning to standard error, and a "
     "slot run this way leaves the job's health at `warning` (its firing was far from its slot) "
     "until the next regular run.",
-    "A slot whose runner died has a row (`abandoned`), so catch-up does not run it again: the "
-    "next claim of that same slot takes it over (see LEDGER), for example a manual run with "
-    "`--date`.",
+    "A slot whose runner died has a row (`abandoned`, once its lease expired): the next firing "
+    "of the job with a schedule, on any host, runs it again before its own slot when it is "
+    "inside `--catchup-window` (trigger `takeover`, its own `CRONWRAP_SCHEDULED_AT`, attempt + "
+    "1, a new fence), whatever `--catchup` says. The delay is at most one schedule interval + "
+    "`--lease`; a manual run with `--date` takes it over sooner. Until then the job is "
+    "`critical`.",
 )
 
 
@@ -534,19 +537,23 @@ REDACTION: tuple[Block, ...] = (
 
 MONITORING: tuple[Block, ...] = (
     "Health, as `status` shows it: `critical` when slots of the schedule passed without any "
-    f"firing (more than {LATE_GRACE} ago: late), when slots were recorded `missed` in the "
-    "`--since` window, or when the last run failed, timed out or was killed; `warning` when the "
+    f"firing (more than {LATE_GRACE} ago: late), or when the last run failed, timed out, was "
+    "killed or was recorded `missed`, or when a run is `abandoned` (not yet taken over); "
+    "`warning` when the "
     "last run was recorded `warning` (the reason, `too_fast`, or the exit status, is shown), "
     "when the job has `--slow-factor` *F* and its last run took more than *F* times the 95th "
     "percentile of the successful runs before it (at least 5 among its last 50: `slow`), "
-    "when a run is `abandoned`, or when the last run's firing was more than "
+    "or when the last run's firing was more than "
     f"{LATE_GRACE} away from its slot (the host's clock, zone or crontab line is off; an "
-    "`@reboot` catch-up counts too); `ok` otherwise.",
+    "`@reboot` catch-up counts too); `ok` otherwise. Health describes the present: slots "
+    "recorded `missed` earlier in the window stay counted (`missed`, *NAME*`_missed`, "
+    "`cronwrap_missed_slots`), but once a later run went well the job is `ok` again.",
     "`status --check` is a Nagios/Icinga plugin: it prints one line, *CRONWRAP* *STATE* `-` "
     "*counts*`:` *reasons* `|` *perfdata*, and exits "
     f"{errors.CHECK_OK} OK, {errors.CHECK_WARNING} WARNING, {errors.CHECK_CRITICAL} CRITICAL "
     f"or {errors.CHECK_UNKNOWN} UNKNOWN (no job matches). A job is CRITICAL when its last run "
-    "failed, timed out, was killed or missed, when it has missed or late slots, or when it has "
+    "failed, timed out, was killed or missed, when it has late slots or an abandoned run, or "
+    "when it has "
     "not succeeded within `--max-age` (a `warning` is not a success: a job that has only "
     "warned for longer than that is CRITICAL); WARNING when a run has been running longer than "
     "`--warn-duration`, or longer than the 95th percentile of its recent successful "
