@@ -257,13 +257,18 @@ def retry_delay(inv: Invocation, attempt: Attempt, first: int, began: float) -> 
     if given_up:
         inv.event(Event.RETRY_SKIPPED, run=run, reason=given_up, next_slot=iso(next_slot),
                   deadline=iso(deadline))
-        inv.say(f"{inv.spec.name}: slot {run.run_key} {result.status} (attempt {run.attempt}"
-                f"{'' if result.exit_code is None else f', exit {result.exit_code}'}); "
-                f"no retry: it {given_up}"
-                + (f" (by {deadline.isoformat(timespec='seconds')})"
-                   if deadline and given_up != policy.UNRECORDED else ""),
-                always=manual)
+        inv.say(no_retry_note(inv.spec.name, attempt, given_up, deadline), always=manual)
     return delay
+
+
+def no_retry_note(name: str, attempt: Attempt, reason: str, deadline: datetime | None) -> str:
+    """One line for a person who asked for --retries: which attempt ended how, and why it is
+    the last."""
+    run, code = attempt.run, attempt.result.exit_code
+    by = f" (by {deadline.isoformat(timespec='seconds')})" \
+        if deadline is not None and reason != policy.UNRECORDED else ""
+    return (f"{name}: slot {run.run_key} {attempt.result.status} (attempt {run.attempt}"
+            f"{'' if code is None else f', exit {code}'}); no retry: it {reason}{by}")
 
 
 def after_slot(inv: Invocation, ledger: base.Ledger | None, attempt: Attempt) -> None:
