@@ -133,7 +133,9 @@ EVENT_MEANINGS = {
     Event.MISSED: "catch-up recorded a slot that never ran",
     Event.CATCHUP: "a missed slot is about to run",
     Event.RETRY: "a failed attempt is retried after `delay_s`",
-    Event.RETRY_SKIPPED: "no retry: it would run past the next slot",
+    Event.RETRY_SKIPPED: "no retry (`reason`, `deadline`): it would run past the next slot "
+                         "(a manual run: more than the schedule's interval after it began), "
+                         "or the run is unrecorded; a manual run says so on stderr too",
     Event.HOOK: "a hook ran (`hook`, `exit_code`, `timed_out`, `alert`)",
     Event.PING_FAILED: "a ping could not be sent",
     Event.REPLACE: "`--overlap replace` is ending the run that holds the lock",

@@ -108,6 +108,8 @@ def plan_firing(spec: JobSpec, timing: Timing, now: float,
     if is_manual(spec):
         runs = catchup.plan_manual(timing.schedule, date=spec.date, at=spec.at,
                                    key_template=timing.key, max_slots=spec.max_slots)
+        if not spec.force:
+            refuse_future(spec, runs, now)
         return FiringPlan(runs)
     at = datetime.fromtimestamp(now, timezone.utc)
     history = history or SlotHistory(None, set(), {})
@@ -128,6 +130,16 @@ def plan_firing(spec: JobSpec, timing: Timing, now: float,
     if own is not None and not plan.matched:  # only a firing off its slot is news
         plan.runs[-1] = own.replace(skew_ms=int(plan.skew_seconds * 1000))
     return FiringPlan(plan.runs, plan.marks, plan.warnings, plan.skew_seconds, deliberate)
+
+
+def refuse_future(spec: JobSpec, runs: Sequence[SlotRun], now: float) -> None:
+    """A manual slot that has not come yet is a typo more often than a wish (``--date
+    2027-01-05`` for 2026): run now, it would use up that night's slot. --force runs it."""
+    latest = runs[-1].scheduled_at
+    if latest.timestamp() > now:
+        option, value = ("--date", spec.date) if spec.date is not None else ("--at", spec.at)
+        raise UsageError(f"{option} {value}: the slot {latest.isoformat()} is in the future; "
+                         "check the date (add --force to run it now and use it up)")
 
 
 def cron_zone(environ: dict[str, str]) -> tzinfo | None:
