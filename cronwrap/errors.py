@@ -6,6 +6,7 @@ Exit statuses follow coreutils ``timeout`` (124-127) and the Nagios plugin conve
 
 from __future__ import annotations
 
+EXIT_SUPERSEDED = 123  # the lease was lost: another runner took the slot over
 EXIT_TIMEOUT = 124
 EXIT_CRONWRAP = 125
 EXIT_NOT_EXECUTABLE = 126

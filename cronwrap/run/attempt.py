@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from cronwrap.errors import LedgerError
+from cronwrap.errors import EXIT_SUPERSEDED, LedgerError
 from cronwrap.model import Claim, Event, Finish, Reason, Run, Status
 from cronwrap.options.durations import format_duration
 from cronwrap.record import TYPE_CHECKING, Record
@@ -93,8 +93,7 @@ def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
         inv.events.report(capture.error)
     status = outcome.exit_status(spec.preserve_status)
     result = finish_of(spec, outcome, status, files, heartbeat is not None and heartbeat.lost)
-    if ledger is not None:
-        record_finish(inv, ledger, run, result)
+    superseded = ledger is not None and not record_finish(inv, ledger, run, result)
     stopped = outcome.timed_out or outcome.stop_reason is not None or bool(outcome.forwarded)
     if spec.output == "on-failure" and result.status != Status.SUCCEEDED:
         passthrough = Passthrough()
@@ -114,7 +113,10 @@ def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
     if outcome.spawn_error:
         warn(f"{spec.name}: {outcome.spawn_error}")
     files.tidy(spec.keep_logs, time.time())
-    return Attempt(status, result, run, env)
+    # The slot was taken over: another runner's record stands. Whatever the job itself did (it
+    # may have run to its end while this wrapper was stopped), cron sees a status of its own,
+    # so its mail flags the superseded run.
+    return Attempt(EXIT_SUPERSEDED if superseded else status, result, run, env)
 
 
 def on_spawn(inv: Invocation, lock: locks.Lock | None, job: JobProcess) -> None:
@@ -165,17 +167,19 @@ def finish_of(spec: JobSpec, outcome: Outcome, exit_status: int, files: RunFiles
     )
 
 
-def record_finish(inv: Invocation, ledger: base.Ledger, run: Run, result: Finish) -> None:
+def record_finish(inv: Invocation, ledger: base.Ledger, run: Run, result: Finish) -> bool:
     """Once the job ran, a failure to record never changes the exit status: retry, then spool
     the result to the outbox for the next invocation on this host to deliver. Whatever
-    happens, a result that is not recorded is said on stderr."""
+    happens, a result that is not recorded is said on stderr. False: the ledger refused the
+    end because the slot was taken over (the lease was lost)."""
     error = ""
     for attempt in range(FINISH_RETRIES):
         try:
             if not ledger.finish(run, result, wait=min(inv.spec.db_wait, FINISH_DB_WAIT)):
                 inv.event(Event.LEASE_LOST, run=run, status=result.status,
                           detail="the slot was taken over; its new runner's record stands")
-            return
+                return False
+            return True
         except LedgerError as exc:
             error = str(exc)
             if exc.unreachable:
@@ -188,7 +192,8 @@ def record_finish(inv: Invocation, ledger: base.Ledger, run: Run, result: Finish
                    f"({result.status}) nor keep it in the outbox: {error}; {exc}")
         inv.event(Event.UNRECORDED, run=run, status=result.status, error=message)
         warn(message)
-        return
+        return True
     inv.event(Event.SPOOLED, run=run, status=result.status, outbox=str(path), error=error)
     warn(f"could not record the end of run {run.run_id} ({error}); kept in the outbox for the "
          "next run on this host")
+    return True

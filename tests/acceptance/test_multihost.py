@@ -6,12 +6,14 @@ its own local locks), as if on another machine; all share one real PostgreSQL da
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from urllib.parse import urlsplit
 
 import pytest
 
+from cronwrap.errors import EXIT_SUPERSEDED
 from cronwrap.run.attempt import FINISH_DB_WAIT
 
 from tests.acceptance.conftest import same_minute, wait_for
@@ -86,11 +88,35 @@ def test_paused_runner_loses_its_lease_and_never_records(hosts, tmp_path):
     finally:
         kill_runner(a, "p", signal.SIGCONT)
     status = runner.wait(15)
-    assert status != 0
+    assert status == EXIT_SUPERSEDED  # documented: cron's mail flags the superseded run
     (run,) = ledger_runs(b, "p")
     assert (run["host"], run["attempt"], run["status"]) == ("b", 2, "succeeded")
     lost = [e for e in a.events() if e["event"] == "lease_lost"]
     assert lost, a.events()
+
+
+def test_a_job_that_ran_to_its_end_under_a_stopped_wrapper_exits_superseded(hosts, tmp_path):
+    """Issue 22 §3: the at-least-once case. The wrapper is stopped longer than its lease while
+    its job runs to its end; another host takes the slot over. The stopped wrapper, resumed,
+    records nothing over the new runner and exits 123, not the job's own 0."""
+    a, b = hosts("a", "b")
+    same_minute(25)
+    ready, done = tmp_path / "ready", tmp_path / "done"
+    runner = a.popen("run", "-n", "q", "--lease", "2", "--", "sh", "-c",
+                     f"touch {ready}; sleep 3; touch {done}")
+    wait_for(ready.exists, what="job start")
+    wrapper = a.lock_holder("q")[0]
+    os.kill(wrapper, signal.SIGSTOP)  # the wrapper only: its keeper and job go on
+    try:
+        wait_for(lambda: b("run", "-n", "q", "--lease", "2", "--skip-exit-code", "99", "--",
+                           "true").returncode == 0, timeout=15, what="the takeover")
+        wait_for(done.exists, what="the first job's end")
+    finally:
+        os.kill(wrapper, signal.SIGCONT)
+    assert runner.wait(15) == EXIT_SUPERSEDED
+    (run,) = ledger_runs(b, "q")
+    assert (run["host"], run["attempt"], run["status"]) == ("b", 2, "succeeded")
+    assert [e for e in a.events() if e["event"] == "lease_lost"], a.events()
 
 
 @pytest.fixture

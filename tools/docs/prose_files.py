@@ -69,6 +69,10 @@ EXIT_STATUS: tuple[Block, ...] = (
     (f"`{errors.EXIT_NOT_EXECUTABLE}`", "The command was found but could not be executed."),
     (f"`{errors.EXIT_NOT_FOUND}`", "The command was not found."),
     (f"`{errors.EXIT_SIGNAL_BASE}`+*N*", "The job was ended by signal *N*."),
+    (f"`{errors.EXIT_SUPERSEDED}`", "The run's lease was lost: another host took its slot "
+                                    "over, and that run's record stands. The job was ended "
+                                    "(`killed`, `lease_lost`), or ran to its end while this "
+                                    "wrapper was stopped; its end is only in the run log."),
     (f"`--skip-exit-code` (default {SKIP_EXIT})",
      "Nothing ran: the job is running, or its slot is already claimed or done."),
     "When one firing runs several slots (catch-up), it exits with the status of the first run "
