@@ -163,6 +163,7 @@ def _perf(label: str, value: float, uom: str, warn: float | None, crit: float | 
 # -- Prometheus --------------------------------------------------------------------------------
 
 RUN_STATUSES = (Status.RUNNING, *FINAL_STATUSES)
+LABEL = "cronjob"  # kube-state-metrics' label for a CronJob's name
 FAMILIES = (
     ("cronwrap_last_run_timestamp_seconds",
      "Start of the job's latest run (its slot time if it never started), Unix time."),
@@ -194,7 +195,7 @@ def prometheus(reports: list[JobReport], now: datetime) -> str:
 
 def job_samples(report: JobReport, now: datetime) -> list[tuple[str, dict[str, str], float]]:
     """(metric name, labels, value) for one job; a value that is unknown is left out."""
-    s, job = report.summary, {"job": report.summary.job}
+    s, job = report.summary, series_labels(report)
     last = s.last_run
     out: list[tuple[str, dict[str, str], float]] = []
     if last is not None:
@@ -217,6 +218,12 @@ def job_samples(report: JobReport, now: datetime) -> list[tuple[str, dict[str, s
         out.append(("cronwrap_next_due_timestamp_seconds", job, report.next_due_at.timestamp()))
     out.append(("cronwrap_health", job, HEALTH_STATES.get(report.health, CHECK_CRITICAL)))
     return out
+
+
+def series_labels(report: JobReport) -> dict[str, str]:
+    """The labels naming a job's series: ``cronjob``, never ``job``, which Prometheus keeps
+    for the scrape target's own (a scraped ``job`` label becomes ``exported_job``)."""
+    return {LABEL: report.summary.job}
 
 
 def _labels(labels: dict[str, str]) -> str:

@@ -157,7 +157,7 @@ def test_metrics_are_status_format_prometheus(server, filled):
     expected = filled("status", "--format", "prometheus", check_rc=0).stdout.decode()
     # the next due slot moves on at a slot boundary between the two reads: compared apart
     assert without(reply.text, "cronwrap_next_due") == without(expected, "cronwrap_next_due")
-    assert f'cronwrap_health{{job="{SCRIPT_NAME}"}} 2' in reply.text
+    assert f'cronwrap_health{{cronjob="{SCRIPT_NAME}"}} 2' in reply.text
 
 
 def test_api_status_is_status_json(server, filled):
@@ -372,5 +372,5 @@ def test_pointed_at_the_fleets_postgresql_it_shows_the_fleet(cw, pg_dsn):
     for host, job in (("web-1", "rotate-logs"), ("db-1", "vacuum")):
         row = next(r for r in overview.split("<tr ") if f'href="jobs/{job}"' in r)
         assert f"<td>{host}</td>" in row
-        assert f'cronwrap_health{{job="{job}"}} 0' in metrics
+        assert f'cronwrap_health{{cronjob="{job}"}} 0' in metrics
     assert {j["last_run"]["host"] for j in api} == {"web-1", "db-1"}

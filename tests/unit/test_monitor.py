@@ -203,22 +203,22 @@ def test_prometheus_text_parses_back_with_every_family_a_gauge():
     families = parse(prometheus(reports, NOW))
     for name, _ in monitor.FAMILIES:
         assert families[name].type == "gauge" and families[name].documentation
-    assert value(families, "cronwrap_last_run_timestamp_seconds", job="settle") == \
+    assert value(families, "cronwrap_last_run_timestamp_seconds", cronjob="settle") == \
         (NOW - HOUR).timestamp()
-    assert value(families, "cronwrap_last_success_timestamp_seconds", job="settle") == \
+    assert value(families, "cronwrap_last_success_timestamp_seconds", cronjob="settle") == \
         (NOW - HOUR).timestamp()
-    assert value(families, "cronwrap_last_run_duration_seconds", job="backup") == 4.5
-    assert value(families, "cronwrap_last_run_exit_code", job="backup") == 3
-    assert value(families, "cronwrap_runs", job="settle", status="succeeded") == 20
-    assert value(families, "cronwrap_runs", job="settle", status="timeout") == 0
-    assert value(families, "cronwrap_runs", job="backup", status="weird") == 4
-    assert value(families, "cronwrap_missed_slots", job="backup") == 1
-    assert value(families, "cronwrap_running", job="etl") == 1
-    assert value(families, "cronwrap_running", job="settle") == 0
-    assert value(families, "cronwrap_health", job="backup") == 2
-    assert value(families, "cronwrap_health", job="settle") == 0
-    assert value(families, "cronwrap_last_run_status", job="backup", status="failed") == 1
-    assert value(families, "cronwrap_next_due_timestamp_seconds", job="etl") == \
+    assert value(families, "cronwrap_last_run_duration_seconds", cronjob="backup") == 4.5
+    assert value(families, "cronwrap_last_run_exit_code", cronjob="backup") == 3
+    assert value(families, "cronwrap_runs", cronjob="settle", status="succeeded") == 20
+    assert value(families, "cronwrap_runs", cronjob="settle", status="timeout") == 0
+    assert value(families, "cronwrap_runs", cronjob="backup", status="weird") == 4
+    assert value(families, "cronwrap_missed_slots", cronjob="backup") == 1
+    assert value(families, "cronwrap_running", cronjob="etl") == 1
+    assert value(families, "cronwrap_running", cronjob="settle") == 0
+    assert value(families, "cronwrap_health", cronjob="backup") == 2
+    assert value(families, "cronwrap_health", cronjob="settle") == 0
+    assert value(families, "cronwrap_last_run_status", cronjob="backup", status="failed") == 1
+    assert value(families, "cronwrap_next_due_timestamp_seconds", cronjob="etl") == \
         (NOW + HOUR).timestamp()
 
 
@@ -227,7 +227,7 @@ def test_unknown_values_are_left_out_not_invented():
                                         last=run("new", "running", duration=None,
                                                  exit_code=None, lease=HOUR))], NOW))
     names_with_new = {name for name, f in families.items()
-                      if any(s.labels.get("job") == "new" for s in f.samples)}
+                      if any(s.labels.get("cronjob") == "new" for s in f.samples)}
     assert "cronwrap_last_success_timestamp_seconds" not in names_with_new
     assert "cronwrap_last_run_duration_seconds" not in names_with_new
     assert "cronwrap_last_run_exit_code" not in names_with_new
@@ -237,13 +237,13 @@ def test_unknown_values_are_left_out_not_invented():
 def test_label_values_are_escaped():
     nasty = 'a"b\\c\nd'
     families = parse(prometheus([report(nasty, last=run(nasty))], NOW))
-    assert value(families, "cronwrap_running", job=nasty) == 0
+    assert value(families, "cronwrap_running", cronjob=nasty) == 0
     assert '\\"' in prometheus([report(nasty, last=run(nasty))], NOW)
 
 
 def test_the_health_gauge_follows_the_report():
     families = parse(prometheus([report("w", health=WARNING)], NOW))
-    assert value(families, "cronwrap_health", job="w") == 1
+    assert value(families, "cronwrap_health", cronjob="w") == 1
 
 
 def test_no_reports_is_an_empty_exposition():
@@ -254,7 +254,7 @@ def test_no_reports_is_an_empty_exposition():
 def test_timestamps_keep_their_milliseconds():
     rep = report(last_success_at=NOW - timedelta(milliseconds=1500))
     families = parse(prometheus([rep], NOW))
-    got = value(families, "cronwrap_last_success_timestamp_seconds", job="settle")
+    got = value(families, "cronwrap_last_success_timestamp_seconds", cronjob="settle")
     assert math.isclose(got, NOW.timestamp() - 1.5)
 
 
@@ -360,3 +360,9 @@ def test_the_picture_styles_its_marks():
     marks = picture.lines[0]
     styles = {marks[start]: style for line, start, end, style in picture.spans if line == 0}
     assert styles["✓"] == "green" and styles["✗"] == "red"
+
+
+def test_no_series_has_a_job_label_which_prometheus_would_rename():
+    families = parse(prometheus([report("settle", last=run("settle"))], NOW))
+    labels = {key for f in families.values() for s in f.samples for key in s.labels}
+    assert "job" not in labels and "cronjob" in labels
