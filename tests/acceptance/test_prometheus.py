@@ -104,7 +104,7 @@ def scraped(cw, tmp_path, prometheus_bin):
     """A ledger with a job that succeeds, one that fails and one that warns, ``serve`` over it
     with a token file, and a Prometheus scraping it."""
     cw("run", "-n", "settle", "--", "true", check_rc=0)
-    cw("run", "-n", "settle", "--", "true", check_rc=0)
+    cw("run", "-n", "settle", "--force", "--", "true", check_rc=0)  # its slot again, or the next
     cw("run", "-n", "backup", "--", "sh", "-c", "sleep 0.2; exit 3", check_rc=3)
     cw("run", "-n", "grep", "--warning-exit", "1", "--", "sh", "-c", "exit 1", check_rc=1)
     token_file = tmp_path / "serve.token"
@@ -134,3 +134,19 @@ def test_prometheus_scrapes_serve_and_finds_each_job_by_its_cronjob_label(scrape
         {"backup": 3}
     assert scraped.query('up{job="cronwrap"}')[0]["value"][1] == "1"  # the token was taken
     assert scraped.query("count(cronwrap_health > 1)")[0]["value"][1] == "1"  # README's alert
+
+
+def test_prometheus_reads_the_counters_and_the_duration_histogram(scraped):
+    """The counters count every end (a forced run of a slot rewrites its row, and counts
+    again): both settle runs succeeded, backup failed once; each run that ran is in the
+    histogram's +Inf bucket."""
+    scraped.wait('cronwrap_runs_total{cronjob="settle",status="succeeded"}')
+    succeeded = scraped.query('cronwrap_runs_total{status="succeeded"}')
+    assert values(succeeded) == {"settle": 2, "backup": 0, "grep": 0}
+    assert values(scraped.query('cronwrap_runs_total{status="failed"}'))["backup"] == 1
+    counted = values(scraped.query('cronwrap_run_duration_seconds_count'))
+    assert counted == {"settle": 2, "backup": 1, "grep": 1}
+    slow = scraped.query('cronwrap_run_duration_seconds_bucket{cronjob="backup",le="1.0"}')
+    assert [float(s["value"][1]) for s in slow] in ([0.0], [1.0])  # slept 0.2 s, by the clock
+    assert scraped.query('histogram_quantile(0.5, cronwrap_run_duration_seconds_bucket'
+                         '{cronjob="settle"})')  # a histogram Prometheus can take apart

@@ -12,7 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from cronwrap.errors import PathError
-from cronwrap.model import JobSummary, Run
+from cronwrap.model import DURATION_BUCKETS, JobSummary, Run, RunTally
 from cronwrap.read import monitoring as monitor
 from cronwrap.read.monitoring import check, prometheus, write_textfile
 from cronwrap.read.picture import history_picture, sparkline
@@ -191,7 +191,7 @@ def value(families, name, **labels) -> float:
     return matches[0]
 
 
-def test_prometheus_text_parses_back_with_every_family_a_gauge():
+def test_prometheus_text_parses_back_with_every_report_family_a_gauge():
     live = run("etl", "running", ago=timedelta(minutes=5), duration=None, exit_code=None,
                lease=HOUR)
     reports = [
@@ -201,17 +201,18 @@ def test_prometheus_text_parses_back_with_every_family_a_gauge():
         report("etl", last=live, next_due_at=NOW + HOUR),
     ]
     families = parse(prometheus(reports, NOW))
-    for name, _ in monitor.FAMILIES:
-        assert families[name].type == "gauge" and families[name].documentation
+    for name, kind, _ in monitor.FAMILIES:
+        if kind == monitor.GAUGE:
+            assert families[name].type == "gauge" and families[name].documentation
     assert value(families, "cronwrap_last_run_timestamp_seconds", cronjob="settle") == \
         (NOW - HOUR).timestamp()
     assert value(families, "cronwrap_last_success_timestamp_seconds", cronjob="settle") == \
         (NOW - HOUR).timestamp()
     assert value(families, "cronwrap_last_run_duration_seconds", cronjob="backup") == 4.5
     assert value(families, "cronwrap_last_run_exit_code", cronjob="backup") == 3
-    assert value(families, "cronwrap_runs", cronjob="settle", status="succeeded") == 20
-    assert value(families, "cronwrap_runs", cronjob="settle", status="timeout") == 0
-    assert value(families, "cronwrap_runs", cronjob="backup", status="weird") == 4
+    assert value(families, "cronwrap_runs_in_window", cronjob="settle", status="succeeded") == 20
+    assert value(families, "cronwrap_runs_in_window", cronjob="settle", status="timeout") == 0
+    assert value(families, "cronwrap_runs_in_window", cronjob="backup", status="weird") == 4
     assert value(families, "cronwrap_missed_slots", cronjob="backup") == 1
     assert value(families, "cronwrap_running", cronjob="etl") == 1
     assert value(families, "cronwrap_running", cronjob="settle") == 0
@@ -366,3 +367,35 @@ def test_no_series_has_a_job_label_which_prometheus_would_rename():
     families = parse(prometheus([report("settle", last=run("settle"))], NOW))
     labels = {key for f in families.values() for s in f.samples for key in s.labels}
     assert "job" not in labels and "cronjob" in labels
+
+
+def test_counters_and_the_duration_histogram_come_from_the_ledger_s_tallies():
+    tally = RunTally("settle", {"succeeded": 3, "failed": 1, "weird": 2}, timed=5,
+                     duration_ms=90_061_500, buckets={1000: 1, 60_000: 2, 86_400_000: 1})
+    text = prometheus([report("settle"), report("new")], NOW, {"settle": tally})
+    assert "# TYPE cronwrap_runs_total counter" in text
+    assert "# TYPE cronwrap_run_duration_seconds histogram" in text
+    families = parse(text)
+    runs = families["cronwrap_runs"]  # the parser names a counter's family without _total
+    assert runs.type == "counter"
+    totals = {(s.labels["cronjob"], s.labels["status"]): s.value for s in runs.samples
+              if s.name == "cronwrap_runs_total"}
+    assert totals[("settle", "succeeded")] == 3 and totals[("settle", "failed")] == 1
+    assert totals[("settle", "weird")] == 2 and totals[("settle", "timeout")] == 0
+    assert {status for job, status in totals if job == "new"} == set(monitor.FINAL_STATUSES)
+    assert all(v == 0 for (job, _), v in totals.items() if job == "new")  # 0 before the first
+    histogram = families["cronwrap_run_duration_seconds"]
+    assert histogram.type == "histogram"
+    buckets = {s.labels["le"]: s.value for s in histogram.samples
+               if s.name.endswith("_bucket") and s.labels["cronjob"] == "settle"}
+    assert list(buckets) == [*(repr(b) for b in DURATION_BUCKETS), "+Inf"]
+    assert buckets["1.0"] == 1 and buckets["30.0"] == 1 and buckets["60.0"] == 3
+    assert buckets["43200.0"] == 3 and buckets["86400.0"] == 4 and buckets["+Inf"] == 5
+    sums = {s.name: s.value for s in histogram.samples if s.labels == {"cronjob": "settle"}}
+    assert sums == {"cronwrap_run_duration_seconds_sum": 90_061.5,
+                    "cronwrap_run_duration_seconds_count": 5}
+
+
+def test_the_duration_buckets_grow_from_a_second_to_a_day():
+    assert list(DURATION_BUCKETS) == sorted(set(DURATION_BUCKETS))
+    assert DURATION_BUCKETS[0] == 1 and DURATION_BUCKETS[-1] == 86400
