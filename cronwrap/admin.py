@@ -269,7 +269,7 @@ def prune(older_than: str, keep_last: int, db: str | None) -> int:
     from cronwrap.paths import resolve_dirs
     from cronwrap.read import prune as retention
 
-    age = parse_duration(older_than, "--older-than")
+    age = parse_duration(older_than, "--older-than", unit_required=True)
     ledger = _ledger(db)
     try:
         result = retention.prune(ledger, resolve_dirs(os.environ).logs, age, keep_last,

@@ -115,8 +115,9 @@ COMMANDS: tuple[Command, ...] = (
                 argument("names", "NAME", "Jobs to show (default: all); one NAME shows its "
                          "runs.", many=True),
                 option("--since", "since", "DURATION", "Window for counts and history, a "
-                       "duration (e.g. 7d, 12h).", default="7d"),
-                option("--json", "as_json", None, "Print a JSON array of jobs."),
+                       "duration with a unit (e.g. 7d, 12h).", default="7d"),
+                option("--json", "as_json", None, "Print a JSON array of jobs (as --format "
+                       "json; with another --format it is refused)."),
                 option("--format", "output_format", "FORMAT", "table, json or prometheus (text "
                        "exposition format).", default="table"),
                 option("--textfile", "textfile", "FILE", "Write the Prometheus metrics to this "
@@ -124,11 +125,12 @@ COMMANDS: tuple[Command, ...] = (
                 option("--check", "check", None, "Nagios/Icinga plugin: one line plus perfdata; "
                        "exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."),
                 option("--max-age", "max_age", "DURATION", "With --check: CRITICAL when a job "
-                       "has not succeeded for this long."),
+                       "has not succeeded for this long (a unit is required: 26h)."),
                 option("--warn-duration", "warn_duration", "DURATION", "With --check: WARNING "
-                       "when a run has been running longer than this."),
+                       "when a run has been running longer than this (a unit is required: 2h)."),
                 DB), "cronwrap.read.reads:status", lean=True),
-    Command("history", "The runs of one job, newest first.", (
+    Command("history", "The runs of one job, newest first; a job the ledger does not know is "
+            "an error (exit 125).", (
         JOB,
         option("--limit", "limit", "N", "At most this many runs.", kind=(1, 100000), default=20),
         JSON_RUNS, DB), "cronwrap.read.reads:history", lean=True),
@@ -186,7 +188,7 @@ COMMANDS: tuple[Command, ...] = (
             "directory of yours, not writable by others), and in it only cronwrap's own files "
             "(NAME/RUN_ID.ATTEMPT.log, events.jsonl.N), never through a symlink.", (
                 option("--older-than", "older_than", "DURATION", "Remove runs and log files "
-                       "older than this (e.g. 90d).", default=REQUIRED),
+                       "older than this (a unit is required: 90d).", default=REQUIRED),
                 option("--keep-last", "keep_last", "N", "Always keep each job's newest N runs.",
                        kind=(0, None), default=0),
                 DB), "cronwrap.admin:prune"),

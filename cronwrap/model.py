@@ -82,10 +82,12 @@ BAD_STATUSES = (Status.FAILED, Status.TIMEOUT, Status.KILLED)
 
 
 class Trigger(StrEnum):
-    """Why a run ran: cron fired it for its slot, for a slot that was missed, or a person did."""
+    """Why a run ran: cron fired it for its slot, for a slot that was missed, for a slot whose
+    runner died (its run abandoned), or a person did."""
 
     SCHEDULE = "schedule"
     CATCHUP = "catchup"
+    TAKEOVER = "takeover"
     MANUAL = "manual"
 
 
@@ -136,7 +138,9 @@ EVENT_MEANINGS = {
     Event.MISSED: "catch-up recorded a slot that never ran",
     Event.CATCHUP: "a missed slot is about to run",
     Event.RETRY: "a failed attempt is retried after `delay_s`",
-    Event.RETRY_SKIPPED: "no retry: it would run past the next slot",
+    Event.RETRY_SKIPPED: "no retry (`reason`, `deadline`): it would run past the next slot "
+                         "(a manual run: more than the schedule's interval after it began), "
+                         "or the run is unrecorded; a manual run says so on stderr too",
     Event.HOOK: "a hook ran (`hook`, `exit_code`, `timed_out`, `alert`)",
     Event.PING_FAILED: "a ping could not be sent",
     Event.REPLACE: "`--overlap replace` is ending the run that holds the lock",
@@ -170,6 +174,16 @@ class SlotRun(Record):
     trigger: Trigger
     skew_ms: int | None
     _defaults = dict(skew_ms=None)
+
+
+class SlotHistory(Record):
+    """What a scheduled firing plans from: the job's newest slot seen (None: none yet), the
+    run keys of its slots since the window's start, and of those the runs abandoned (running,
+    their lease expired: their runner died), by run key, with their slot's time."""
+
+    last_slot: datetime | None
+    keys: set[str]
+    abandoned: dict[str, datetime]
 
 
 class Mark(Record):

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from cronwrap.model import (Claim, ClaimRequest, Finish, JobInfo, JobSummary, Mark, Run,
-                                RunTally)
+                                RunTally, SlotHistory)
 
 
 class Ledger(ABC):
@@ -94,9 +94,11 @@ class Ledger(ABC):
         """
 
     @abstractmethod
-    def slot_history(self, job: str, since: datetime) -> tuple[datetime | None, set[str]]:
+    def slot_history(self, job: str, since: datetime) -> SlotHistory:
         """The newest scheduled slot seen for ``job`` (None: none yet; manual runs do not
-        count), and its run keys of slots scheduled since ``since`` (for catch-up planning).
+        count), its run keys of slots scheduled since ``since``, and which of those are
+        abandoned at the ledger's now (running, lease expired): for catch-up and takeover
+        planning.
 
         :raises LedgerError: nothing was read; a retry is safe.
         """

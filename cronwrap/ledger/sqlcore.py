@@ -14,7 +14,7 @@ from datetime import datetime
 from cronwrap.errors import LedgerError
 from cronwrap.ledger.base import Ledger
 from cronwrap.model import (DONE_STATUSES, Claim, ClaimRequest, Finish, JobInfo, JobSummary,
-                            Reason, Run, RunTally, Status, Trigger)
+                            Reason, Run, RunTally, SlotHistory, Status, Trigger)
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -76,7 +76,6 @@ class SqlLedger(Ledger):
         what to do."""
         version = _version_number(found)
         if version is None:
-
             shown = "missing (NULL)" if found is None else repr(found)[:40]
             raise LedgerError(f"ledger {label}: its schema version ({self._version_at}) is "
                               f"{shown}, not a version number: the ledger is damaged; "
@@ -86,7 +85,6 @@ class SqlLedger(Ledger):
     def check_version(self, found: int, label: object) -> None:
         """A ledger written by a newer cronwrap is refused, never written by an older one."""
         if found > self.schema_version:
-
             raise LedgerError(f"ledger {label} has schema version {found}, newer than this "
                               f"cronwrap knows ({self.schema_version}): upgrade cronwrap on "
                               "this host (the ledger is left as it is)")
@@ -138,14 +136,16 @@ class SqlLedger(Ledger):
             self._upsert_job(cur, req, now)
             return self._insert_skip(cur, req, reason, now, blocking=None)
 
-    def slot_history(self, job: str, since: datetime) -> tuple[datetime | None, set[str]]:
+    def slot_history(self, job: str, since: datetime) -> SlotHistory:
         with self._tx(write=False) as cur:
             row = self._one(cur, "job_by_name", job=job)
             if row is None or row["last_slot"] is None:
-                return None, set()
-            keys = {r["run_key"] for r in self._all(cur, "keys_since", job=job,
-                                                     since=self._to_db(since))}
-        return self._from_db(row["last_slot"]), keys
+                return SlotHistory(None, set(), {})
+            rows = self._all(cur, "keys_since", job=job, since=self._to_db(since),
+                             now=self._db_now(cur))
+        return SlotHistory(self._from_db(row["last_slot"]), {r["run_key"] for r in rows},
+                           {r["run_key"]: self._time(r["scheduled_at"]) for r in rows
+                            if r["abandoned"]})
 
     def job_info(self, job: str) -> JobInfo | None:
         with self._tx(write=False) as cur:

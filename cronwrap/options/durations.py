@@ -2,8 +2,14 @@
 
 ``30``, ``1.5m``, ``2h``, ``1d``, ``0`` (none), and exponents as GNU's strtod reads them
 (``1e-3``, ``2.34e+5d``, ``1E2m``). Compound forms such as ``1h30m`` are accepted too, since
-systemd users write them; each part takes the same suffixes. ``inf`` and ``infinity`` are read
-as GNU reads them: a duration too large to keep, like ``1e400``.
+systemd users write them; each part takes the same suffixes, and every part of a compound
+needs one: ``1h30`` is refused with a hint (``1h30m``?) rather than read as 1 h 30 s.
+``inf`` and ``infinity`` are read as GNU reads them: a duration too large to keep, like
+``1e400``.
+
+A bare number is seconds, as for GNU ``timeout`` and ``sleep``; but where a duration is an
+age or a window (how far back to look, how old is too old), ``unit_required`` refuses one:
+``--max-age 26`` meant 26 hours, not 26 seconds. ``0`` needs no unit.
 """
 
 from __future__ import annotations
@@ -20,41 +26,73 @@ _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _PART = re.compile(r"((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)([smhd]?)")
 _INFINITE = ("inf", "infinity")
 _EXAMPLES = "examples: 30, 1.5m, 2h, 1d, 1e-3, 0 for none"
+_WINDOW_EXAMPLES = "examples: 90m, 12h, 7d, 0 for none"
 
 
 class DurationTooLarge(UsageError):
     """A duration over ten years, or past what a float holds (``1e400``, ``inf``)."""
 
 
-def parse_duration(text: str, option: str = "duration") -> float:
-    """Return ``text`` in seconds; raise ``UsageError`` naming ``option`` when it is not one,
-    and ``DurationTooLarge`` when it is one of more than ten years."""
-    seconds = _seconds(text.strip())
-    if seconds is None:
-        raise UsageError(f"{option}: {text!r} is not a duration ({_EXAMPLES})")
+def parse_duration(text: str, option: str = "duration", *, unit_required: bool = False) -> float:
+    """Return ``text`` in seconds; raise ``UsageError`` naming ``option`` when it is not one
+    (or, with ``unit_required``, is a bare number other than 0), and ``DurationTooLarge``
+    when it is one of more than ten years."""
+    value = text.strip()
+    infinite = value.lower() in _INFINITE
+    parts = None if infinite else _parts(value)
+    if parts is None and not infinite:
+        examples = _WINDOW_EXAMPLES if unit_required else _EXAMPLES
+        raise UsageError(f"{option}: {text!r} is not a duration ({examples})")
+    seconds = math.inf if parts is None else _seconds(parts)
     if seconds > TEN_YEARS:
         raise DurationTooLarge(f"{option}: {text!r} is too large (at most ten years, 3650d)")
+    if parts:
+        _check_units(parts, text, option, unit_required)
     return seconds
 
 
-def _seconds(value: str) -> float | None:
-    """Seconds (``math.inf`` past a float's range), or None when ``value`` is no duration."""
-    if value.lower() in _INFINITE:
-        return math.inf
-    pos, total, parts, positive = 0, 0.0, 0, False
+def _parts(value: str) -> list[tuple[str, str]] | None:
+    """``1h30m`` -> [("1", "h"), ("30", "m")]; None when ``value`` is no duration."""
+    pos, parts = 0, []
     while pos < len(value):
         match = _PART.match(value, pos)
         if match is None:
             return None
         number, unit = match.groups()
-        total += float(number) * _UNITS[unit]
-        mantissa = number.lower().partition("e")[0]
-        positive = positive or mantissa.strip("0.") != ""  # 1e-400 is 0.0 to float()
-        pos, parts = match.end(), parts + 1
+        parts.append((number, unit))
+        pos = match.end()
         if not unit and pos < len(value):
             return None  # a bare number must be the last part: "30 5m" is not a duration
-    if parts == 0:
-        return None
+    return parts or None
+
+
+def _check_units(parts: list[tuple[str, str]], text: str, option: str,
+                 unit_required: bool) -> None:
+    number, unit = parts[-1]
+    if unit:
+        return
+    if len(parts) > 1:  # "1h30": 1 h 30 s to a parser, 1 h 30 min to the person who wrote it
+        smaller = _SMALLER[parts[-2][1]]
+        hint = f"did you mean {text.strip()}{smaller}?" if smaller else "e.g. 1m30s"
+        raise UsageError(f"{option}: {text!r}: the number after {parts[-2][0]}{parts[-2][1]} "
+                         f"has no unit; give each part its own ({hint})")
+    if unit_required and _positive(number):
+        raise UsageError(f"{option}: {text!r} needs a unit: {number}s, {number}m, {number}h or "
+                         f"{number}d (a bare number here would be seconds)")
+
+
+_SMALLER = {"d": "h", "h": "m", "m": "s", "s": ""}
+
+
+def _positive(number: str) -> bool:
+    mantissa = number.lower().partition("e")[0]
+    return mantissa.strip("0.") != ""  # 1e-400 is 0.0 to float()
+
+
+def _seconds(parts: list[tuple[str, str]]) -> float:
+    """Seconds (``math.inf`` past a float's range); a positive duration is never 0."""
+    total = sum(float(number) * _UNITS[unit] for number, unit in parts)
+    positive = any(_positive(number) for number, _ in parts)
     return max(total, SMALLEST) if positive else total
 
 

@@ -80,6 +80,12 @@ def duration(text: str, label: str) -> float:
     return parse_duration(text, label)
 
 
+def window(text: str, label: str) -> float:
+    """An age or a window (--catchup-window, --keep-logs): a unit is required, since a bare
+    number would be seconds where a person means hours or days (0, none, needs none)."""
+    return parse_duration(text, label, unit_required=True)
+
+
 def time_limit(text: str, label: str) -> float:
     """A duration where 0 means none (--timeout, --kill-after, --wait-timeout). One too large
     to keep (over ten years, 1e400, inf) is ``math.inf``: GNU timeout runs without a timeout
@@ -176,6 +182,15 @@ def path(text: str, label: str) -> Path:
         return Path(text).expanduser()
     except RuntimeError:  # ~user for a user that does not exist
         raise UsageError(f"{label}: {text!r}: no such user for '~'; give an absolute path") from None
+
+
+def absolute_path(text: str, label: str) -> Path:
+    """A path other commands look for later (--log-dir: recorded in the ledger, read by logs
+    and prune): relative to what would be a guess, since cron starts jobs in $HOME."""
+    value = path(text, label)
+    if not value.is_absolute():
+        raise UsageError(f"{label}: {text!r} is a relative path; give an absolute one (or ~/…)")
+    return value
 
 
 def ledger_url(text: str, label: str) -> str:
@@ -367,7 +382,9 @@ OPTIONS: tuple[Option, ...] = (
            "schedule's zone); FROM..TO runs every slot in between, both ends included. "
            "Without --schedule, as --date.", "Slots", text_value, "TIMESTAMP[..TIMESTAMP]"),
     Option("force", "Run even if this slot already ran, successfully or not (for a person "
-           "re-running by hand). A slot held by a live run is never taken.",
+           "re-running by hand), or, with --date/--at, is still in the future (refused "
+           "without it: a typo would use up that slot). A slot held by a live run is never "
+           "taken.",
            "Slots", default=False),
     Option("keep-going", "With a --date/--at range: run the remaining slots after one that did "
            "not succeed, and exit with the first failure's status (default: stop there).",
@@ -382,7 +399,8 @@ OPTIONS: tuple[Option, ...] = (
            "its own key and original time.", "Catch-up", choice("none", "latest", "all"),
            "none|latest|all", "none"),
     Option("catchup-window", "Missed slots older than this are recorded skipped (too_late) "
-           "instead; 0 means no limit.", "Catch-up", duration, "DURATION", 0.0),
+           "instead; 0 means no limit. A unit is required (6h, 2d).", "Catch-up", window,
+           "DURATION", 0.0),
     Option("max-catchup", "At most this many catch-up runs per firing (the rest are recorded "
            "missed).", "Catch-up", count, "N", 10),
     Option("db", "Ledger: sqlite:///PATH (default: the embedded ledger.db), a postgresql:// "
@@ -403,10 +421,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("output", "passthrough: the job's output as it comes (default); on-failure: only "
            "when the run did not succeed (like chronic); quiet: captured only.", "Output",
            choice(*OUTPUT_MODES), "passthrough|on-failure|quiet", "passthrough"),
-    Option("log-dir", "Directory for the run log and captured output (default: logs/ in "
-           "cronwrap's state directory).", "Output", path, "DIR"),
-    Option("keep-logs", "Remove captured output and rotated run logs older than this.",
-           "Output", duration, "DURATION", 30 * 86400.0),
+    Option("log-dir", "Directory for the run log and captured output, an absolute path "
+           "(default: logs/ in cronwrap's state directory).", "Output", absolute_path, "DIR"),
+    Option("keep-logs", "Remove captured output and rotated run logs older than this (a "
+           "unit is required: 30d).", "Output", window, "DURATION", 30 * 86400.0),
     Option("redact", "Also hide what this regular expression (Python re syntax) matches in "
            "each line of the job's output, wherever cronwrap keeps or sends it (captured "
            "output, the ledger's error tail, hooks, pings), as it hides secrets it knows. A "
@@ -418,16 +436,18 @@ OPTIONS: tuple[Option, ...] = (
            "PATH). Values are never logged.", "Environment", path, "PATH"),
     Option("jitter", "Sleep a random time up to this long before starting, to spread load.",
            "Environment", duration, "DURATION", 0.0),
-    Option("retries", "Run a failed slot again up to N times in this invocation, when its "
-           "exit status is one of --retry-on; never past the schedule's next slot.", "Retries",
-           count, "N", 0),
+    Option("retries", "Run a failed slot again up to N times in this invocation: any failure "
+           "or timeout but exit 126 and 127 (the command cannot run), or with --retry-on only "
+           "those; never past the schedule's next slot (a manual run: never longer after its "
+           "start than the schedule's interval).", "Retries", count, "N", 0),
     Option("retry-delay", "Base of the exponential backoff between attempts (full jitter: "
            "a random delay up to base x 2^(attempt-1)).", "Retries", duration, "DURATION", 10.0),
     Option("retry-max-delay", "Cap of the backoff between attempts.", "Retries", duration,
            "DURATION", 600.0),
-    Option("retry-on", "Exit statuses that are transient, comma-separated; 'timeout' is a "
-           "member (default 75 = EX_TEMPFAIL).", "Retries", retry_codes, "CODES",
-           frozenset({75})),
+    Option("retry-on", "Exit statuses that --retries retries, comma-separated, ranges "
+           "allowed; 'timeout' is a member (e.g. 75,timeout: EX_TEMPFAIL and timeouts). "
+           "Default: every failure and timeout but 126 and 127.", "Retries", retry_codes,
+           "CODES"),
     Option("max-attempts", "Attempts per slot across invocations (default 1: a later firing "
            "of a failed slot runs nothing); with N, a later firing of the same slot (another "
            "host, a second crontab entry) runs it again while attempts remain.", "Retries",
@@ -500,7 +520,7 @@ class JobSpec(Record):
     retries: int
     retry_delay: float
     retry_max_delay: float
-    retry_on: frozenset[int | str]
+    retry_on: frozenset[int | str] | None
     max_attempts: int | None
     on_failure: str | None
     on_success: str | None
@@ -521,8 +541,10 @@ def build_spec(command: list[str], given: Mapping[str, str | bool], environ: Map
                warn: Callable[[str], None]) -> JobSpec:
     """Merge given values (by option name: the command line, or config.merge's result, with
     ``labels`` naming where each came from) over ``CRONWRAP_*`` variables. ``warn`` gets one
-    line for each time limit too large to keep, which runs as none."""
+    line for each time limit too large to keep, which runs as none, and one for a --key
+    holding crontab's escape ``\\%``."""
     values: dict[str, Any] = {}
+    where: dict[str, str] = {}
     for opt in OPTIONS:
         if opt.name in given:
             raw, label = given[opt.name], (labels or {}).get(opt.name, f"--{opt.name}")
@@ -534,7 +556,7 @@ def build_spec(command: list[str], given: Mapping[str, str | bool], environ: Map
         if value == math.inf:
             warn(f"{label} {str(raw).strip()}: too large; running without a {opt.name}")
             value = 0.0
-        values[opt.attr] = value
+        values[opt.attr], where[opt.attr] = value, label
     if not command:
         raise UsageError("run: no command given (usage: cronwrap run [OPTIONS] -- COMMAND [ARG…])")
     if "name" not in values:
@@ -543,9 +565,19 @@ def build_spec(command: list[str], given: Mapping[str, str | bool], environ: Map
         values["host"] = default_host()
     if values.get("env_file"):
         values["env_extra"] = read_env_file(values["env_file"])
+    if "\\%" in (values.get("key") or ""):
+        warn(crontab_escape_note(where["key"], values["key"]))
     values["success_exit"] = values.get("success_exit", frozenset()) | {0}
     check_exit_sets(values["success_exit"], values.get("warning_exit") or frozenset(), labels)
     return JobSpec(command=list(command), **values)
+
+
+def crontab_escape_note(label: str, key: str) -> str:
+    """``--key '\\%Y-\\%m-\\%d'`` pasted from a crontab line into a shell: cron turns ``\\%`` into
+    ``%``, a shell does not, and the run keys would hold backslashes. It still runs: a key
+    with a backslash is a key, and refusing would break a line that works."""
+    return (f"{label} '{key}': '\\%' is how a crontab line writes '%'; in a shell or the config "
+            "file write '%' (these run keys will hold a backslash)")
 
 
 def check_exit_sets(success: frozenset[int], warning: frozenset[int],

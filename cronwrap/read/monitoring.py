@@ -53,8 +53,8 @@ class Verdict(Record):
 def check(reports: list[JobReport], now: datetime, max_age: float | None = None,
           warn_duration: float | None = None,
           usual_p95: dict[str, float] | None = None) -> CheckResult:
-    """``status --check``: CRITICAL on a failed, timed-out, killed or missed last run, missed
-    slots, or no success within ``max_age`` seconds; WARNING on a live run longer than
+    """``status --check``: CRITICAL on a failed, timed-out, killed or missed last run, late
+    slots (passed with no firing), or no success within ``max_age`` seconds; WARNING on a live run longer than
     ``warn_duration`` or than its job's ``usual_p95[job]`` seconds, or on what ``assess``
     calls a warning (an abandoned run); UNKNOWN when ``reports`` is empty."""
     if not reports:
@@ -96,13 +96,12 @@ def _critical_reasons(report: JobReport, now: datetime, max_age: float | None) -
     s, reasons = report.summary, []
     last = s.last_run
     shown = last.shown_status(now) if last else None
-    if last is not None and shown in CRITICAL_LAST \
-            and not (shown == Status.MISSED and report.missed > 0):
+    if last is not None and shown in CRITICAL_LAST:
         detail = ", ".join(d for d in (last.skip_reason, None if last.exit_code is None
                                        else f"exit {last.exit_code}") if d)
         reasons.append(shown + (f" ({detail})" if detail else ""))
-    if report.missed > 0:
-        reasons.append(f"missed {report.missed} slot{'s' if report.missed != 1 else ''}")
+    if report.late > 0:  # slots missed earlier but followed by a good run are perfdata only
+        reasons.append(f"late {report.late} slot{'s' if report.late != 1 else ''}")
     if max_age is not None:
         if s.last_success_at is not None:
             age = (now - s.last_success_at).total_seconds()
@@ -145,7 +144,7 @@ def perfdata(report: JobReport, now: datetime, max_age: float | None,
         last.duration_ms / 1000 if last is not None and last.duration_ms is not None else None)
     if duration is not None:
         items.append(_perf(f"{s.job}_duration", duration, "s", warn_duration, None))
-    items.append(_perf(f"{s.job}_missed", report.missed, "", None, 0))
+    items.append(_perf(f"{s.job}_missed", report.missed, "", None, None))  # a count, not a state
     if s.last_success_at is not None:
         age = max((now - s.last_success_at).total_seconds(), 0.0)
         items.append(_perf(f"{s.job}_since_success", age, "s", None, max_age))

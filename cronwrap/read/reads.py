@@ -19,7 +19,6 @@ from pathlib import Path
 from cronwrap.errors import CHECK_UNKNOWN, CronwrapError, UsageError
 from cronwrap.ledger.url import open_ledger
 from cronwrap.options import config as files, spec
-from cronwrap.options.durations import parse_duration
 from cronwrap.paths import resolve_dirs
 from cronwrap.record import TYPE_CHECKING
 from cronwrap.stdio import write_utf8
@@ -81,7 +80,8 @@ def log_dirs(name: str) -> list[Path]:
     the default. Never a path the ledger names: a shared ledger's writer chooses those."""
 
     option = spec.BY_LONG["log-dir"]
-    found = [spec.path(os.environ[option.env], option.env)] if os.environ.get(option.env) else []
+    env = os.environ.get(option.env)
+    found = [spec.absolute_path(env, option.env)] if env else []
     loaded = config()
     if loaded is not None:
         for section, values in [(name, loaded.jobs.get(name, {})), (None, loaded.defaults)]:
@@ -113,11 +113,14 @@ def _status(names: list[str] | None, since: str, as_json: bool, output_format: s
 
     if output_format not in FORMATS:
         raise UsageError(f"--format: {output_format!r} is not one of table, json, prometheus")
-    limits = [parse_duration(v, o) if v else None for v, o in ((max_age, "--max-age"),
-                                                               (warn_duration, "--warn-duration"))]
+    if as_json and output_format not in ("table", "json"):
+        raise UsageError(f"--json and --format {output_format} ask for two formats: give one "
+                         "(--json is --format json)")
+    limits = [spec.window(v, o) if v else None for v, o in ((max_age, "--max-age"),
+                                                       (warn_duration, "--warn-duration"))]
     names = [job_name(n) for n in names or []]
     taken = now()
-    since_at = report.since_of(taken, parse_duration(since, "--since"))
+    since_at = report.since_of(taken, spec.window(since, "--since"))
     opened = ledger(db, read_only=True)
     try:
         if len(names) == 1 and output_format == "table" and not (as_json or check or textfile):
@@ -173,6 +176,9 @@ def history(name: str, limit: int, as_json: bool, db: str | None) -> int:
     opened = ledger(db, read_only=True)
     try:
         runs = opened.runs(name, limit)
+        if not runs and opened.job_info(name) is None:
+            raise UsageError(f"{name}: no such job in this ledger (check the name with "
+                             "cronwrap status)")
     finally:
         opened.close()
     if as_json:

@@ -52,12 +52,16 @@ _PLANS: dict[tuple[str, str | None], Schedule | None] = {}  # parsed schedules, 
 
 def assess(summary: JobSummary, now: datetime, missed: int = 0, late: int = 0,
            slow: str | None = None) -> tuple[str, str]:
-    """Health of a job and a few words of why."""
+    """Health of a job now, and a few words of why. It describes the present: slots passing
+    unfired (late) and the last run. Slots recorded missed earlier in the window are counted
+    (``missed``), but once a later run went well the job is ``ok`` again: one missed minute
+    must not page for the whole window."""
     last = summary.last_run
     if late:
-        return CRITICAL, f"late: {late} slot{'s' if late > 1 else ''} passed without a run"
-    if missed:
-        return CRITICAL, f"{missed} missed slot{'s' if missed > 1 else ''} in the window"
+        return CRITICAL, f"late: {plural(late, 'slot')} passed without a run"
+    abandoned = [r for r in summary.running if r.shown_status(now) == Status.ABANDONED]
+    if abandoned:  # its slot has not run to an end: the job's next firing takes it over
+        return CRITICAL, f"run {abandoned[-1].run_id} abandoned (its runner is gone)"
     if last is None:
         return OK, "no runs yet"
     shown = last.shown_status(now)
@@ -70,10 +74,13 @@ def assess(summary: JobSummary, now: datetime, missed: int = 0, late: int = 0,
     if last.skew_ms is not None and abs(last.skew_ms) > LATE_GRACE.total_seconds() * 1000:
         return WARNING, (f"host {last.host} fired {abs(last.skew_ms) / 1000:.0f}s "
                          f"{'after' if last.skew_ms > 0 else 'before'} the slot: check its clock")
-    abandoned = [r for r in summary.running if r.shown_status(now) == Status.ABANDONED]
-    if abandoned:
-        return WARNING, f"run {abandoned[-1].run_id} abandoned (its runner is gone)"
-    return OK, f"last run {shown}"
+    recorded = missed - late
+    return OK, f"last run {shown}" + (f" ({plural(recorded, 'missed slot')} in the window)"
+                                      if recorded else "")
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
 
 
 def warning_detail(run: Run) -> str:
@@ -181,6 +188,7 @@ def report_json(report: JobReport, now: datetime) -> dict[str, object]:
         "next_due_at": iso(report.next_due_at),
         "running": [dict(r.to_json(now), lease_left_s=r.lease_left(now)) for r in report.live],
         "missed": report.missed, "late": report.late, "counts": s.counts, "health": report.health,
+        "why": report.why,
         "first_seen": iso(s.first_seen), "last_seen": iso(s.last_seen),
     }
 

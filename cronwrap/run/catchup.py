@@ -86,13 +86,16 @@ def plan_firing(
     window: float,
     max_catchup: int,
     tolerance: timedelta = DEFAULT_TOLERANCE,
+    abandoned: dict[str, datetime] | None = None,
 ) -> Plan:
     """Plan one scheduled firing at ``now``.
 
     ``last_seen`` is the last time the ledger saw this job (None: first invocation, which
     never invents a backlog); ``known_keys`` the run keys the ledger already has a row for;
     ``window`` the catch-up window in seconds (0 = unlimited; a slot exactly ``window``
-    old is still inside it).
+    old is still inside it); ``abandoned`` the slots whose run was abandoned (its runner
+    died), by run key: each one inside the window and before this firing's slot is run again
+    (trigger ``takeover``) whatever ``policy`` says, which is about slots that never started.
     """
     window = _check(policy, window, max_catchup)
     warnings: list[str] = []
@@ -107,6 +110,9 @@ def plan_firing(
     if last_seen is not None:
         runs, marks = _plan_backlog(schedule, now, slot, key, key_template, last_seen,
                                     known_keys, policy, window, max_catchup, warnings)
+    if abandoned:  # by the instant: a fall-back night's wall times compare out of order
+        runs = sorted(runs + _takeovers(abandoned, now, slot, key, window),
+                      key=lambda run: run.scheduled_at.timestamp())
     if trigger == Trigger.CATCHUP and _too_late(now, slot, window):
         warnings.append(f"slot {slot.isoformat()} is older than --catchup-window: not run")
         if key not in known_keys:
@@ -114,6 +120,15 @@ def plan_firing(
     else:
         runs.append(SlotRun(key, slot, trigger))
     return Plan(runs, marks, warnings, skew, trigger == Trigger.SCHEDULE)
+
+
+def _takeovers(abandoned: dict[str, datetime], now: datetime, slot: datetime, key: str,
+               window: float) -> list[SlotRun]:
+    """The abandoned slots this firing re-runs: before its own, inside the window. Its own
+    slot, abandoned, is taken over by its own claim."""
+    return [SlotRun(other, at.astimezone(slot.tzinfo), Trigger.TAKEOVER)
+            for other, at in abandoned.items()
+            if other != key and at.timestamp() < slot.timestamp() and not _too_late(now, at, window)]
 
 
 def _check(policy: str, window: float | timedelta, max_catchup: int) -> float:

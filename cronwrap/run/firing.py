@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone, tzinfo
 
 from cronwrap.errors import UsageError
-from cronwrap.model import SlotRun, Trigger
+from cronwrap.model import SlotHistory, SlotRun, Trigger
 from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
@@ -96,11 +96,11 @@ def history_since(spec: JobSpec, now: float) -> datetime:
 
 
 def plan_firing(spec: JobSpec, timing: Timing, now: float,
-                history: tuple[datetime | None, set[str]] | None) -> FiringPlan:
+                history: SlotHistory | None) -> FiringPlan:
     """The slots this firing runs, in order (catch-ups oldest first, then its own slot), and
-    what catch-up records. ``history``: the ledger's newest slot of the job and its run keys
-    since ``history_since`` (None: the ledger is not there; a scheduled firing without it
-    plans as the job's first)."""
+    what catch-up records. ``history``: the ledger's newest slot of the job, its run keys
+    since ``history_since`` and the abandoned runs among them (None: the ledger is not there;
+    a scheduled firing without it plans as the job's first)."""
     if timing.schedule is None:
         return FiringPlan([minute_slot(now)])
     from cronwrap.run import catchup
@@ -108,12 +108,16 @@ def plan_firing(spec: JobSpec, timing: Timing, now: float,
     if is_manual(spec):
         runs = catchup.plan_manual(timing.schedule, date=spec.date, at=spec.at,
                                    key_template=timing.key, max_slots=spec.max_slots)
+        if not spec.force:
+            refuse_future(spec, runs, now)
         return FiringPlan(runs)
     at = datetime.fromtimestamp(now, timezone.utc)
-    last_seen, known = history or (None, set())
+    history = history or SlotHistory(None, set(), {})
+    last_seen = history.last_slot
     plan = catchup.plan_firing(
-        timing.schedule, at, key_template=timing.key, last_seen=last_seen, known_keys=known,
-        policy=spec.catchup, window=spec.catchup_window, max_catchup=spec.max_catchup)
+        timing.schedule, at, key_template=timing.key, last_seen=last_seen,
+        known_keys=history.keys, policy=spec.catchup, window=spec.catchup_window,
+        max_catchup=spec.max_catchup, abandoned=history.abandoned)
     if last_seen is not None and plan.runs and plan.runs[-1].scheduled_at < last_seen:
         plan.warnings.append(
             f"this firing's slot {plan.runs[-1].scheduled_at.isoformat()} is older than the "
@@ -126,6 +130,16 @@ def plan_firing(spec: JobSpec, timing: Timing, now: float,
     if own is not None and not plan.matched:  # only a firing off its slot is news
         plan.runs[-1] = own.replace(skew_ms=int(plan.skew_seconds * 1000))
     return FiringPlan(plan.runs, plan.marks, plan.warnings, plan.skew_seconds, deliberate)
+
+
+def refuse_future(spec: JobSpec, runs: Sequence[SlotRun], now: float) -> None:
+    """A manual slot that has not come yet is a typo more often than a wish (``--date
+    2027-01-05`` for 2026): run now, it would use up that night's slot. --force runs it."""
+    latest = runs[-1].scheduled_at
+    if latest.timestamp() > now:
+        option, value = ("--date", spec.date) if spec.date is not None else ("--at", spec.at)
+        raise UsageError(f"{option} {value}: the slot {latest.isoformat()} is in the future; "
+                         "check the date (add --force to run it now and use it up)")
 
 
 def cron_zone(environ: dict[str, str]) -> tzinfo | None:

@@ -27,7 +27,8 @@ JOB_VARIABLES = {
     "CRONWRAP_ATTEMPT": "1, 2, ...: how many times this slot has been claimed (a retry, a "
                         "takeover and a `--force` re-run count)",
     "CRONWRAP_TRIGGER": "why the run started: `schedule` (a firing, for its own slot), "
-                        "`catchup` (a missed slot run late, or a firing that matched no slot) "
+                        "`catchup` (a missed slot run late, or a firing that matched no slot), "
+                        "`takeover` (a slot whose runner died, run again by a later firing) "
                         "or `manual` (`--date`, `--at`)",
     "CRONWRAP_FENCE": "a fencing token: it strictly increases with every claim of this job, so "
                       "downstream writes can reject a smaller one (0 for an unrecorded run)",

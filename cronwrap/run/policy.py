@@ -56,16 +56,19 @@ def ended_as(outcome: Outcome, lease_lost: bool, success: Set[int] = frozenset({
 
 
 PAST_NEXT_SLOT = "would run past the next slot"
+PAST_INTERVAL = "would end more than the schedule's interval after this manual run began"
+UNRECORDED = "would need the ledger to claim the slot again, and this run is unrecorded"
 
 
 def retry_delay(spec: JobSpec, status: str, exit_code: int | None, duration_ms: int | None,
-                attempt: int, first: int, next_slot: datetime | None, now: datetime,
-                rng: Random) -> tuple[float | None, str | None]:
+                attempt: int, first: int, deadline: datetime | None, now: datetime,
+                rng: Random, *, manual: bool = False) -> tuple[float | None, str | None]:
     """(seconds to wait before the slot's next attempt, None) — or (None, None) when this one
     is final (not transient under --retry-on, or retries spent), or (None, why) when a retry
-    is given up (PAST_NEXT_SLOT: the next firing is the better retry). ``attempt``: the
-    ledger's attempt number of the run that ended; ``first``: the one this invocation began
-    with."""
+    is given up because it would not end by ``deadline`` (retry.retry_deadline):
+    PAST_NEXT_SLOT, the next firing is the better retry; PAST_INTERVAL for a ``manual`` run.
+    ``attempt``: the ledger's attempt number of the run that ended; ``first``: the one this
+    invocation began with."""
 
     if spec.retries == 0 or not retry.should_retry(status, exit_code, spec.retry_on, attempt,
                                                    spec.retries, spec.max_attempts,
@@ -73,8 +76,8 @@ def retry_delay(spec: JobSpec, status: str, exit_code: int | None, duration_ms: 
         return None, None
     delay = retry.backoff(attempt - first + 1, spec.retry_delay, spec.retry_max_delay, rng)
     expected = spec.timeout or (duration_ms or 0) / 1000
-    if not retry.fits_before_next_slot(now, delay, next_slot, expected):
-        return None, PAST_NEXT_SLOT
+    if not retry.fits_before_next_slot(now, delay, deadline, expected):
+        return None, PAST_INTERVAL if manual else PAST_NEXT_SLOT
     return delay, None
 
 

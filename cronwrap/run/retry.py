@@ -1,9 +1,13 @@
 """Retries of transient failures: which ends are transient, how long to wait, whether it fits.
 
-Pure: the runner passes the clock and a ``random.Random``. Two limits apply together:
+Pure: the runner passes the clock and a ``random.Random``. Without ``--retry-on`` every
+failure and timeout is transient except exit 126 and 127 (the shell's and GNU ``timeout``'s
+"found but cannot run" and "not found": another attempt fails the same way). Two limits apply
+together:
 ``--retries N`` extra attempts within one invocation, and ``--max-attempts N`` for a slot
 across invocations (the ledger's attempt counter). A retry never runs past the next slot of
-the schedule: the next firing is the better retry.
+the schedule: the next firing is the better retry (a manual run: never longer after it began
+than the schedule's interval, ``retry_deadline``).
 """
 
 from __future__ import annotations
@@ -17,21 +21,25 @@ if TYPE_CHECKING:
 
 TIMEOUT = Status.TIMEOUT.value  # the member of a retry-on set that stands for "the run timed out"
 EX_TEMPFAIL = 75  # sysexits.h: "temporary failure, try again later"
-DEFAULT_RETRY_ON: frozenset[int | str] = frozenset({EX_TEMPFAIL})
+CANNOT_RUN = frozenset({126, 127})  # never retried without --retry-on: the command cannot run
 RETRYABLE_STATUSES = (Status.FAILED, Status.TIMEOUT)  # never killed: a signal from outside, or a lost lease
 _MAX_DOUBLINGS = 60  # 2**60 × any sane base is beyond any cap; keeps the float finite
 
 
-def should_retry(status: str, exit_code: int | None, retry_on: frozenset[int | str],
+def should_retry(status: str, exit_code: int | None, retry_on: frozenset[int | str] | None,
                  attempt: int, retries: int, max_attempts: int | None, *,
                  first_attempt: int = 1) -> bool:
     """Whether the run that just ended as ``status``/``exit_code`` gets another attempt now.
 
+    ``retry_on``: the transient exit statuses (and ``TIMEOUT``); None, as without
+    ``--retry-on``: every failure and timeout but ``CANNOT_RUN``.
     ``attempt``: the ledger's attempt number of that run (1, 2, …, counted across
     invocations); ``first_attempt``: the attempt number this invocation started with, so
     ``attempt - first_attempt`` retries were already spent here, out of ``retries``.
     ``max_attempts``: the per-slot cap across invocations, None for none."""
-    if status == Status.TIMEOUT:
+    if retry_on is None:
+        transient = status in RETRYABLE_STATUSES and exit_code not in CANNOT_RUN
+    elif status == Status.TIMEOUT:
         transient = TIMEOUT in retry_on
     else:
         transient = status in RETRYABLE_STATUSES and exit_code in retry_on
@@ -49,13 +57,25 @@ def backoff(attempt: int, base: float, cap: float, rng: random.Random) -> float:
     return rng.uniform(0.0, ceiling) if ceiling > 0 else 0.0
 
 
-def fits_before_next_slot(now: datetime, delay: float, next_slot: datetime | None,
+def retry_deadline(scheduled_at: datetime | None, next_slot: datetime | None,
+                   began: datetime | None = None) -> datetime | None:
+    """When a retry must have ended: the schedule's ``next_slot`` after the run's slot. For a
+    manual run (``began``: when its first attempt started) the next slot after an old slot is
+    long past, so the same interval counts from when it began instead: a re-run of last
+    month's daily slot may retry for a day. None: no schedule, no limit."""
+    if next_slot is None or scheduled_at is None:
+        return None
+    return next_slot if began is None else began + (next_slot - scheduled_at)
+
+
+def fits_before_next_slot(now: datetime, delay: float, deadline: datetime | None,
                           expected_duration: float) -> bool:
     """Whether a retry started ``delay`` seconds after ``now`` and lasting
-    ``expected_duration`` seconds ends before ``next_slot`` (None: no schedule, always fits).
+    ``expected_duration`` seconds ends before ``deadline`` (``retry_deadline``; None: no
+    schedule, always fits).
 
     ``expected_duration``: the caller's bound on the attempt, e.g. ``--timeout`` when set,
     else the attempt that just failed took."""
-    if next_slot is None:
+    if deadline is None:
         return True
-    return (next_slot - now).total_seconds() > delay + max(expected_duration, 0.0)
+    return (deadline - now).total_seconds() > delay + max(expected_duration, 0.0)

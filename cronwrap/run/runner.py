@@ -16,13 +16,13 @@ import time
 
 from cronwrap.errors import LedgerError
 from cronwrap.ledger.url import open_ledger
-from cronwrap.model import (DONE_STATUSES, Claim, Event, JobInfo, Mark, Reason, Run, SlotRun,
-                            Status, Trigger, iso)
+from cronwrap.model import (DONE_STATUSES, Claim, Event, JobInfo, Mark, Reason, Run,
+                            SlotHistory, SlotRun, Status, Trigger, iso)
 from cronwrap.options.spec import JobSpec
 from cronwrap.paths import check_parent, ensure_private_dir
 from cronwrap.process import locks
 from cronwrap.record import TYPE_CHECKING
-from cronwrap.run import outbox, policy
+from cronwrap.run import outbox, policy, retry
 from cronwrap.run.attempt import Attempt, execute
 from cronwrap.run.firing import (FiringPlan, Timing, history_since, is_manual,
                              needs_recorded_schedule, plan_firing, resolve_timing)
@@ -163,9 +163,9 @@ def take_lock(inv: Invocation) -> LocalLock:
     return LocalLock(held=lock)
 
 
-def history(inv: Invocation, ledger: base.Ledger | None
-            ) -> tuple[datetime | None, set[str]] | None:
-    """What plan_firing needs of the ledger: the job's newest slot and recent run keys."""
+def history(inv: Invocation, ledger: base.Ledger | None) -> SlotHistory | None:
+    """What plan_firing needs of the ledger: the job's newest slot, recent run keys, and the
+    abandoned runs among them."""
     if ledger is None or inv.timing.schedule is None or is_manual(inv.spec):
         return None
     return once_more(ledger.slot_history, inv.spec.name, history_since(inv.spec, inv.now))
@@ -217,11 +217,12 @@ def run_slot(inv: Invocation, ledger: base.Ledger | None, slot: SlotRun,
              local: LocalLock) -> tuple[int, bool]:
     """Run a slot, retrying transient failures with backoff, then tell hooks and pings.
     Returns cronwrap's exit status for it, and whether it ran and did not succeed."""
+    began = inv.world.clock()
     attempt = claim_and_execute(inv, ledger, slot, local)
     if attempt is None:
         return inv.spec.skip_exit_code, False  # nothing ran: a skip
     first = attempt.run.attempt
-    while (delay := retry_delay(inv, attempt, first)) is not None:
+    while (delay := retry_delay(inv, attempt, first, began)) is not None:
         inv.event(Event.RETRY, run=attempt.run, status=attempt.result.status,
                   exit_code=attempt.exit_status, delay_s=round(delay, 3))
         inv.world.sleep(delay)
@@ -233,23 +234,41 @@ def run_slot(inv: Invocation, ledger: base.Ledger | None, slot: SlotRun,
     return attempt.exit_status, attempt.result.status not in DONE_STATUSES
 
 
-def retry_delay(inv: Invocation, attempt: Attempt, first: int) -> float | None:
-    """The backoff before another attempt, or None when the run is final (policy.py)."""
-    if attempt.run.run_id == 0:  # an unrecorded run: no ledger to claim the slot again in
-        return None
+def retry_delay(inv: Invocation, attempt: Attempt, first: int, began: float) -> float | None:
+    """The backoff before another attempt, or None when the run is final (policy.py).
+    ``began``: when this invocation's first attempt at the slot started; a manual run's
+    retries count the schedule's interval from it (retry.retry_deadline), and a manual run
+    says on stderr why it does not retry, as the run log does."""
     from datetime import datetime, timezone
 
-    scheduled, result = attempt.run.scheduled_at, attempt.result
+    run, result = attempt.run, attempt.result
+    manual = run.trigger == Trigger.MANUAL
+    scheduled = run.scheduled_at
     next_slot = (inv.timing.schedule.next_after(scheduled)
                  if inv.timing.schedule is not None and scheduled is not None else None)
+    start = datetime.fromtimestamp(began, timezone.utc) if manual else None
+    deadline = retry.retry_deadline(scheduled, next_slot, start)
     delay, given_up = policy.retry_delay(
-        inv.spec, result.status, result.exit_code, result.duration_ms, attempt.run.attempt,
-        first, next_slot, datetime.fromtimestamp(inv.world.clock(), timezone.utc),
-        inv.world.rng)
+        inv.spec, result.status, result.exit_code, result.duration_ms, run.attempt, first,
+        deadline, datetime.fromtimestamp(inv.world.clock(), timezone.utc), inv.world.rng,
+        manual=manual)
+    if delay is not None and run.run_id == 0:  # no ledger to claim the slot again in
+        delay, given_up = None, policy.UNRECORDED
     if given_up:
-        inv.event(Event.RETRY_SKIPPED, run=attempt.run, reason=given_up,
-                  next_slot=iso(next_slot))
+        inv.event(Event.RETRY_SKIPPED, run=run, reason=given_up, next_slot=iso(next_slot),
+                  deadline=iso(deadline))
+        inv.say(no_retry_note(inv.spec.name, attempt, given_up, deadline), always=manual)
     return delay
+
+
+def no_retry_note(name: str, attempt: Attempt, reason: str, deadline: datetime | None) -> str:
+    """One line for a person who asked for --retries: which attempt ended how, and why it is
+    the last."""
+    run, code = attempt.run, attempt.result.exit_code
+    by = f" (by {deadline.isoformat(timespec='seconds')})" \
+        if deadline is not None and reason != policy.UNRECORDED else ""
+    return (f"{name}: slot {run.run_key} {attempt.result.status} (attempt {run.attempt}"
+            f"{'' if code is None else f', exit {code}'}); no retry: it {reason}{by}")
 
 
 def after_slot(inv: Invocation, ledger: base.Ledger | None, attempt: Attempt) -> None:

@@ -48,8 +48,11 @@ def test_retries_are_bounded_then_failed(cw, script, tmp_path):
 
 
 def test_a_permanent_failure_is_not_retried(cw, script, tmp_path):
+    """Under --retry-on 75 an exit status of 2 is permanent (issue 22 §7: without --retry-on
+    every failure but 126 and 127 is retried)."""
     job = flaky(script, tmp_path, fails=10, code=2)
-    assert cw("run", "-n", "p", "--retries", "3", "--retry-delay", "0.05", "--", job).returncode == 2
+    assert cw("run", "-n", "p", "--retries", "3", "--retry-on", "75", "--retry-delay", "0.05",
+              "--", job).returncode == 2
     assert cw.json("history", "p", "--json")[0]["attempt"] == 1
 
 
@@ -189,7 +192,7 @@ def test_check_exit_codes_in_each_state(cw, script, tmp_path):
     long = cw.popen("run", "-n", "long", "--", job)
     wait_for(ready.exists, what="long job")
     time.sleep(0.6)
-    warn = cw("status", "--check", "--warn-duration", "0.5")
+    warn = cw("status", "--check", "--warn-duration", "0.5s")
     assert warn.returncode == 1 and b"WARNING" in warn.stdout
     long.wait(10)
     cw("run", "-n", "bad", "--", "false")

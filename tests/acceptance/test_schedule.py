@@ -128,7 +128,9 @@ def test_catchup_none_records_missed_and_status_says_so(clocked, seen):
     missed = [r for r in history(clocked, "n") if r["status"] == "missed"]
     assert sorted(r["scheduled_at"][:10] for r in missed) == ["2026-10-26", "2026-10-27"]  # UTC dates
     (job_status,) = json.loads(clocked.at("2026-10-29T02:00:00+08:00", "status", "--json").stdout)
-    assert job_status["missed"] == 2 and job_status["health"] == "critical"
+    # counted, but the 29th's run went well: health is the present's (issue 22 §5)
+    assert job_status["missed"] == 2 and job_status["health"] == "ok"
+    assert job_status["why"] == "last run succeeded (2 missed slots in the window)"
     assert job_status["late"] == 0  # recorded missed: no slot is waiting for a firing
     assert job_status["next_due_at"].startswith("2026-10-30T01:30:00")
 
@@ -243,3 +245,67 @@ def test_explain_rejects_bad_input_with_125(cw):
     for args in (["61 * * * *"], ["@daily", "--tz", "Nowhere/City"], ["@daily", "--from", "soon"]):
         proc = cw("explain", *args)
         assert proc.returncode == 125 and len(proc.stderr.decode().strip().splitlines()) == 1, proc.stderr
+
+
+def test_health_recovers_after_a_good_run_while_the_missed_slots_stay_counted(clocked):
+    """Issue 22 §5: one missed minute must not keep a minutely job critical for the whole
+    --since window. Late slots (passed with nobody firing) are critical now; slots recorded
+    missed, then followed by a good run, are counted in status, --check's perfdata and JSON."""
+    every = ["run", "-n", "tick", "--schedule", "* * * * *", "--tz", "UTC", "--", "true"]
+    assert clocked.at("2026-11-02T10:00:02+00:00", *every).returncode == 0
+    # the host was down from 10:01: at 10:04:30 three slots are late (10:04 has 90 s of grace)
+    (late,) = json.loads(clocked.at("2026-11-02T10:04:30+00:00", "status", "--json").stdout)
+    assert (late["health"], late["late"]) == ("critical", 3)
+    check = clocked.at("2026-11-02T10:04:30+00:00", "status", "--check", "tick")
+    assert check.returncode == 2 and b"tick late 3 slots" in check.stdout
+    # 10:05's firing records 10:01-10:04 missed and runs its own slot: ok again, 4 counted
+    assert clocked.at("2026-11-02T10:05:01+00:00", *every).returncode == 0
+    (now,) = json.loads(clocked.at("2026-11-02T10:05:20+00:00", "status", "--json").stdout)
+    assert (now["health"], now["missed"], now["late"], now["counts"]["missed"]) == (
+        "ok", 4, 0, 4)
+    assert now["why"] == "last run succeeded (4 missed slots in the window)"
+    check = clocked.at("2026-11-02T10:05:20+00:00", "status", "--check", "tick")
+    assert check.returncode == 0 and b"'tick_missed'=4;;;0;" in check.stdout
+    # a failing run is critical at once, whatever came before
+    failing = [*every[:-1], "false"]
+    assert clocked.at("2026-11-02T10:06:01+00:00", *failing).returncode == 1
+    (bad,) = json.loads(clocked.at("2026-11-02T10:06:20+00:00", "status", "--json").stdout)
+    assert (bad["health"], bad["why"]) == ("critical", "last run failed")
+
+
+def test_a_dead_runners_slot_is_run_again_by_the_next_firing(clocked, seen, tmp_path):
+    """Issue 22 §2: kill -9 a wrapper mid-job; its row becomes abandoned once the lease ends,
+    status says critical, and the job's next firing re-runs that slot first (trigger
+    takeover, its own time, attempt 2), whatever --catchup says, then its own."""
+    import signal
+    import time
+
+    from tests.acceptance.conftest import same_minute, wait_for
+    from tests.conftest import lock_holder
+
+    job, read = seen
+    every = ["-n", "t", "--schedule", "* * * * *", "--tz", "UTC", "--lease", "2"]
+    same_minute(25)
+    slot = datetime.fromtimestamp(int(time.time()) // 60 * 60).astimezone()
+    ready = tmp_path / "ready"
+    first = clocked.popen("run", *every, "--", "sh", "-c", f"touch {ready}; exec sleep 60")
+    wait_for(ready.exists, what="the first runner's job")
+    wrapper, _, job_pid, _ = lock_holder(clocked.home, "t")
+    os.kill(wrapper, signal.SIGKILL)
+    os.killpg(job_pid, signal.SIGKILL)
+    first.wait(10)
+
+    def abandoned() -> dict | None:
+        (status,) = json.loads(clocked("status", "--json").stdout)
+        return status if status["health"] == "critical" else None
+
+    status = wait_for(abandoned, timeout=15, what="the run abandoned")
+    assert status["why"].endswith("abandoned (its runner is gone)")
+    nxt = (slot + timedelta(minutes=1, seconds=1)).isoformat()
+    proc = clocked.at(nxt, "run", *every, *job)
+    assert proc.returncode == 0, proc.stderr
+    runs = read()
+    assert [(r["trigger"], r["attempt"]) for r in runs] == [("takeover", "2"), ("schedule", "1")]
+    assert datetime.fromisoformat(runs[0]["scheduled_at"]) == slot
+    assert datetime.fromisoformat(runs[1]["scheduled_at"]) == slot + timedelta(minutes=1)
+    assert {r["status"] for r in history(clocked, "t")} == {"succeeded"}

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from cronwrap.model import ClaimRequest, Finish, JobInfo, Mark, Reason
+from cronwrap.model import ClaimRequest, Finish, JobInfo, Mark, Reason, SlotHistory
 
 T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 _pids = itertools.count(1000)
@@ -299,17 +299,21 @@ def test_names_with_quotes_and_unicode_are_plain_data(ledger):
 
 def test_slot_history_and_marks(ledger, clock):
     since = datetime.fromtimestamp(T0 - 3600, timezone.utc)
-    assert ledger.slot_history("settle", since) == (None, set())
+    assert ledger.slot_history("settle", since) == SlotHistory(None, set(), {})
     slot = datetime.fromtimestamp(T0 - 60, timezone.utc)
     marks = [Mark("m1", slot, "missed", None), Mark("m2", slot, "skipped", "too_late")]
     assert ledger.record_marks(req("k0"), marks) == 2
     assert ledger.record_marks(req("k0"), marks) == 0  # a slot with a row keeps it
-    last_slot, keys = ledger.slot_history("settle", since)
-    assert last_slot == slot and keys == {"m1", "m2"}
+    history = ledger.slot_history("settle", since)
+    assert history.last_slot == slot and history.keys == {"m1", "m2"} and not history.abandoned
     ledger.claim(req("later", scheduled_at=slot + timedelta(hours=1)))
     ledger.claim(req("by-hand", trigger="manual", scheduled_at=slot + timedelta(days=9),
                      overlap_skip=False))
-    assert ledger.slot_history("settle", since)[0] == slot + timedelta(hours=1)
+    history = ledger.slot_history("settle", since)
+    assert history.last_slot == slot + timedelta(hours=1) and not history.abandoned
+    clock.advance(61)  # both leases expire: their runners are gone
+    assert ledger.slot_history("settle", since).abandoned == {
+        "later": slot + timedelta(hours=1), "by-hand": slot + timedelta(days=9)}
     rows = {r.run_key: r for r in ledger.runs("settle")}
     assert (rows["m2"].status, rows["m2"].skip_reason) == ("skipped", "too_late")
     claim = ledger.claim(req("m1", trigger="catchup", overlap_skip=False))  # still runnable

@@ -27,10 +27,10 @@ def key(t: datetime) -> str:
 
 
 def plan(schedule=HOURLY, now=NOW, *, last_seen=at(8, 30), known=(), policy="none",
-         window=0.0, max_catchup=10, key_template=None):
+         window=0.0, max_catchup=10, key_template=None, abandoned=None):
     return plan_firing(schedule, now, key_template=key_template, last_seen=last_seen,
                        known_keys=set(known), policy=policy, window=window,
-                       max_catchup=max_catchup)
+                       max_catchup=max_catchup, abandoned=abandoned)
 
 
 def current(slot=at(12)) -> SlotRun:
@@ -294,3 +294,26 @@ def test_a_range_without_a_slot_says_so():
     mondays = Schedule.parse("0 3 * * 1", BERLIN, "Europe/Berlin")
     with pytest.raises(UsageError, match="has no slot in that range"):
         plan_manual(mondays, date="2026-10-27..2026-10-28", key_template=None)  # Tue, Wed
+
+
+# -- takeover: a slot whose runner died is run again by the next firing (issue 22 §2) ----------
+
+@pytest.mark.parametrize("policy", ["none", "latest", "all"])
+def test_an_abandoned_slot_is_taken_over_whatever_the_policy(policy):
+    ran = [key(at(h)) for h in (9, 10, 11)]
+    result = plan(policy=policy, known=ran, last_seen=at(11), abandoned={key(at(10)): at(10)})
+    assert result.runs == [SlotRun(key(at(10)), at(10), "takeover"), current()]
+    assert result.marks == []
+
+
+def test_takeovers_and_catchups_run_oldest_first():
+    result = plan(policy="all", known=[key(at(9))], last_seen=at(9),
+                  abandoned={key(at(9)): at(9)})
+    assert [(r.scheduled_at, r.trigger) for r in result.runs] == [
+        (at(9), "takeover"), (at(10), "catchup"), (at(11), "catchup"), (at(12), "schedule")]
+
+
+def test_an_abandoned_slot_outside_the_window_or_not_before_this_slot_is_left():
+    abandoned = {key(at(3)): at(3), key(at(12)): at(12), key(at(13)): at(13)}
+    result = plan(known=list(abandoned), last_seen=at(12), window=6 * 3600, abandoned=abandoned)
+    assert result.runs == [current()]  # 03:00 is 9 h old; 12:00 is its own claim's; 13:00 later

@@ -166,7 +166,9 @@ def test_values_are_checked_with_the_options_own_parser(tmp_path):
 
 def test_paths_in_the_file_must_be_absolute(tmp_path):
     assert error_of(tmp_path, '[defaults]\nlog-dir = "logs"\n') == \
-        "2: [defaults] log-dir: 'logs' is a relative path; the config file needs an absolute one (or ~/…)"
+        "2: [defaults] log-dir: 'logs' is a relative path; give an absolute one (or ~/…)"
+    assert error_of(tmp_path, '[defaults]\nenv-file = "x.env"\n') == \
+        "2: [defaults] env-file: 'x.env' is a relative path; the config file needs an absolute one (or ~/…)"
     config = load_config(write(tmp_path, '[defaults]\nlog-dir = "~/logs"\nlock-file = "/run/x"\n'))
     assert config.defaults == {"log-dir": "~/logs", "lock-file": "/run/x"}
 

@@ -25,7 +25,10 @@ def busy(seconds: float, budget: CpuBudget | None = None, every: float = 0.01) -
 def test_a_runaway_match_is_stopped_after_a_step_or_two_of_cpu():
     budget = CpuBudget(step=0.05, total=10)
     assert budget.run(lambda: HOSTILE.search(b"x" * 40)) is False
-    assert 0.05 <= budget.used < 1.0 and not budget.spent
+    # Not "at least a step": the kernel runs ITIMER_VIRTUAL on the user time it samples at each
+    # tick, which on a loaded machine runs ahead of process_time()'s exact count (0.036 s
+    # measured for a 0.05 s step under a test suite's load). The bound that matters is above.
+    assert 0 < budget.used < 1.0 and not budget.spent
     assert budget.run(lambda: None) is True  # the next run starts afresh
 
 

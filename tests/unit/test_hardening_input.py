@@ -3,6 +3,7 @@ connection-string redaction, and one-line config errors. Pure: no I/O but tempor
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from pathlib import Path
 
@@ -17,7 +18,8 @@ from cronwrap.redact import redactor as redact
 from cronwrap.run import hooks
 
 LIMITS = [o for o in spec.OPTIONS if o.parse is spec.time_limit]
-OTHER_DURATIONS = [o for o in spec.OPTIONS if o.parse in (spec.duration, spec.positive_duration)]
+OTHER_DURATIONS = [o for o in spec.OPTIONS
+                   if o.parse in (spec.duration, spec.window, spec.positive_duration)]
 
 
 def build(given: dict, environ: dict | None = None) -> tuple[spec.JobSpec, list[str]]:
@@ -264,3 +266,48 @@ def test_shown_escapes_only_what_is_not_printable():
     assert config.shown("/etc/cronwrap/config.toml") == "/etc/cronwrap/config.toml"
     assert config.shown("it's\n") == "it's\\n"
     assert config.shown("caf\u00e9\x00") == "caf\u00e9\\x00"
+
+
+# -- issue 22 §7: a bare number after a unit; windows need a unit -------------------------------
+
+@pytest.mark.parametrize(("text", "hint"), [
+    ("1h30", "did you mean 1h30m?"), ("2d12", "did you mean 2d12h?"),
+    ("1m30", "did you mean 1m30s?"), ("1s5", "e.g. 1m30s"), ("1h30m5", "did you mean 1h30m5s?"),
+])
+def test_a_bare_number_after_a_unit_is_refused_with_a_hint(text, hint):
+    with pytest.raises(UsageError, match=f"^--timeout: '{text}': the number after .* has no "
+                                         f"unit; give each part its own {re.escape(f'({hint})')}$"):
+        parse_duration(text, "--timeout")
+
+
+def test_a_bare_number_alone_is_seconds_unless_a_unit_is_required():
+    assert parse_duration("90", "--timeout") == 90.0
+    assert parse_duration("1h30m") == 5400.0
+    with pytest.raises(UsageError, match=r"^--max-age: '26' needs a unit: 26s, 26m, 26h or 26d "):
+        parse_duration("26", "--max-age", unit_required=True)
+    with pytest.raises(UsageError, match=r"needs a unit: 1.5s, 1.5m"):
+        parse_duration("1.5", "--since", unit_required=True)
+    assert parse_duration("0", "--since", unit_required=True) == 0.0  # none needs no unit
+    assert parse_duration("26h", "--max-age", unit_required=True) == 26 * 3600.0
+    with pytest.raises(UsageError, match=r"examples: 90m, 12h, 7d"):
+        parse_duration("x", "--since", unit_required=True)
+
+
+WINDOWS = [o for o in spec.OPTIONS if o.parse is spec.window]
+
+
+def test_the_windows_of_run_are_the_catchup_window_and_keep_logs():
+    assert {o.name for o in WINDOWS} == {"catchup-window", "keep-logs"}
+
+
+@pytest.mark.parametrize("opt", WINDOWS, ids=lambda o: o.name)
+def test_a_window_without_a_unit_is_refused_from_every_source(opt, tmp_path):
+    with pytest.raises(UsageError, match=f"^--{opt.name}: '26' needs a unit"):
+        build({opt.name: "26"})
+    with pytest.raises(UsageError, match=f"^{opt.env}: '26' needs a unit"):
+        build({}, {opt.env: "26"})
+    file = tmp_path / "config.toml"
+    file.write_text(f"[defaults]\n{opt.name} = 26\n")
+    with pytest.raises(ConfigError, match=f"config.toml:2: \\[defaults\\] {opt.name}: '26' needs a unit"):
+        config.load_config(file)
+    assert build({opt.name: "26h"})[0].asdict()[opt.attr] == 26 * 3600.0

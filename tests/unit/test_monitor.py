@@ -42,14 +42,14 @@ def summary(job="settle", **fields) -> JobSummary:
     return JobSummary(**values)
 
 
-def report(job="settle", last=None, health=OK, why="", missed=0, next_due_at=None,
+def report(job="settle", last=None, health=OK, why="", missed=0, next_due_at=None, late=0,
            **fields) -> JobReport:
     last = run(job) if last is None else last
     fields.setdefault("last_run", last)
     if last.status == "running":
         fields.setdefault("running", [last])
     return JobReport(summary=summary(job, **fields), health=health, why=why, now=NOW,
-                     missed=missed, next_due_at=next_due_at)
+                     missed=missed, late=late, next_due_at=next_due_at)
 
 
 def perf_items(text: str) -> list[str]:
@@ -81,9 +81,17 @@ def test_a_bad_last_run_is_critical(last, words):
     assert result.text.startswith(f"CRONWRAP CRITICAL - 1 critical, 1 ok: {words} | ")
 
 
-def test_missed_slots_are_critical():
+def test_late_slots_are_critical():
+    result = check([report(missed=2, late=2)], NOW)
+    assert result.exit_code == 2 and "settle late 2 slots" in result.text
+
+
+def test_slots_missed_before_a_good_run_are_counted_not_critical():
+    """Health describes the present (issue 22 §5): one missed minute must not page for the
+    whole --since window once the job ran well again; the count stays in the perfdata."""
     result = check([report(missed=2)], NOW)
-    assert result.exit_code == 2 and "settle missed 2 slots" in result.text
+    assert result.exit_code == 0 and result.text.startswith("CRONWRAP OK - 1 ok | ")
+    assert "'settle_missed'=2;;;0;" in perf_items(result.text)
 
 
 def test_no_success_within_max_age_is_critical():
@@ -127,12 +135,12 @@ def test_a_run_whose_lease_expired_is_not_live():
 
 
 def test_what_assess_calls_a_warning_or_critical_is_kept():
-    warn = report("w", health=WARNING, why="run 7 abandoned (its runner is gone)")
+    warn = report("w", health=WARNING, why="host h fired 120s after the slot: check its clock")
     crit = report("c", health=CRITICAL, why="late: 2 slots passed without a run")
     result = check([warn, crit], NOW)
     assert result.exit_code == 2
     assert ("CRONWRAP CRITICAL - 1 critical, 1 warning: c late: 2 slots passed without a run; "
-            "w run 7 abandoned (its runner is gone) | ") in result.text
+            "w host h fired 120s after the slot: check its clock | ") in result.text
 
 
 def test_a_pipe_in_a_reason_cannot_start_the_perfdata_early():
@@ -151,8 +159,8 @@ def test_the_summary_counts_states_and_names_the_worst_first():
 
 
 def test_several_reasons_of_one_job_are_listed_together():
-    result = check([report(last=run(status="failed", exit_code=1), missed=1)], NOW)
-    assert "settle failed (exit 1), missed 1 slot |" in result.text
+    result = check([report(last=run(status="failed", exit_code=1), missed=1, late=1)], NOW)
+    assert "settle failed (exit 1), late 1 slot |" in result.text
 
 
 def test_many_failures_are_counted_not_listed():
@@ -166,7 +174,7 @@ def test_perfdata_syntax_and_thresholds():
     items = perf_items(check(reports, NOW, max_age=3600, warn_duration=60).text)
     assert all(PERF.match(item) for item in items), items
     assert "'a_duration'=12.3s;60;;0;" in items
-    assert "'b_missed'=1;;0;0;" in items
+    assert "'b_missed'=1;;;0;" in items
     assert "'b_since_success'=7200s;;3600;0;" in items
 
 

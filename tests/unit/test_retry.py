@@ -9,7 +9,8 @@ import pytest
 
 from cronwrap.errors import UsageError
 from cronwrap.options.spec import retry_codes as parse_retry_on
-from cronwrap.run.retry import DEFAULT_RETRY_ON, TIMEOUT, backoff, fits_before_next_slot, should_retry
+from cronwrap.run.retry import (CANNOT_RUN, TIMEOUT, backoff, fits_before_next_slot,
+                                retry_deadline, should_retry)
 
 NOW = datetime(2026, 3, 2, 12, 0, 5, tzinfo=timezone.utc)
 TEMPFAIL = frozenset({75})
@@ -41,8 +42,20 @@ def test_parse_retry_on_takes_a_label_like_every_value_parser():
         parse_retry_on("x", "CRONWRAP_RETRY_ON")
 
 
-def test_default_is_ex_tempfail():
-    assert DEFAULT_RETRY_ON == frozenset({75})
+def test_without_retry_on_every_failure_but_126_and_127_is_transient():
+    assert CANNOT_RUN == frozenset({126, 127})
+    assert retry(code=1, retry_on=None) and retry(code=75, retry_on=None)
+    assert retry(code=None, retry_on=None)  # ended by a signal of its own (SIGSEGV)
+    assert retry(status="timeout", code=124, retry_on=None)
+    assert not retry(code=126, retry_on=None) and not retry(code=127, retry_on=None)
+    assert not retry(status="killed", code=1, retry_on=None)
+    assert not retry(status="warning", code=1, retry_on=None)
+    assert not retry(code=1, retry_on=None, retries=0)
+
+
+def test_with_retry_on_only_its_members_are_transient():
+    assert not retry(code=1, retry_on=frozenset({75}))
+    assert retry(code=127, retry_on=frozenset({127}))  # said explicitly: as asked
 
 
 # -- should_retry ------------------------------------------------------------------------------
@@ -163,3 +176,20 @@ def test_a_next_slot_already_past_never_fits():
 
 def test_a_negative_expected_duration_counts_as_zero():
     assert fits_before_next_slot(NOW, 5.0, NOW + timedelta(seconds=6), -100.0)
+
+
+# -- retry_deadline: a manual run counts the schedule's interval from its start ---------------
+
+def test_a_firing_retries_until_the_next_slot():
+    slot = NOW - timedelta(minutes=1)
+    assert retry_deadline(slot, slot + timedelta(days=1)) == slot + timedelta(days=1)
+    assert retry_deadline(slot, None) is None and retry_deadline(None, NOW) is None
+
+
+def test_a_manual_run_of_an_old_slot_gets_the_interval_from_when_it_began():
+    slot = NOW - timedelta(days=30)
+    deadline = retry_deadline(slot, slot + timedelta(days=1), began=NOW)
+    assert deadline == NOW + timedelta(days=1)
+    assert fits_before_next_slot(NOW, 60.0, deadline, 600.0)
+    assert not fits_before_next_slot(NOW, 60.0, retry_deadline(slot, slot + timedelta(days=1)),
+                                     600.0)  # the old rule: a month past, never fits

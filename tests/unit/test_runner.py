@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from cronwrap.errors import UsageError
 from cronwrap.model import Reason, Status
 from cronwrap.testing import T0, MemoryWorld
 
@@ -29,8 +30,17 @@ def test_a_transient_failure_is_retried_with_backoff_until_it_succeeds(tmp_path)
 
 def test_a_status_not_in_retry_on_is_final(tmp_path):
     fake = MemoryWorld([3])
-    assert fake.fire(tmp_path, "--retries", "3") == 3
+    assert fake.fire(tmp_path, "--retries", "3", "--retry-on", "75") == 3
     assert fake.sleeps == [] and fake.runs()[0].status == Status.FAILED
+
+
+def test_without_retry_on_any_failure_is_retried_but_not_a_command_that_cannot_run(tmp_path):
+    fake = MemoryWorld([1, 3, 0])
+    assert fake.fire(tmp_path, "--retries", "3") == 0
+    assert fake.runs()[0].attempt == 3 and len(fake.sleeps) == 2
+    fake = MemoryWorld([127])
+    assert fake.fire(tmp_path / "b", "--retries", "3") == 127
+    assert fake.sleeps == [] and fake.runs()[0].attempt == 1
 
 
 def test_a_retry_that_would_run_past_the_next_slot_is_not_made(tmp_path):
@@ -86,3 +96,32 @@ def test_a_date_range_stops_at_a_failure_unless_keep_going(tmp_path, keep_going,
     options = ["--schedule", "30 1 * * *", "--tz", "UTC", "--date", "2026-10-01..2026-10-03"]
     assert fake.fire(tmp_path, *options, *(["--keep-going"] if keep_going else [])) == code
     assert len(fake.envs) == ran
+
+
+def test_a_manual_run_of_an_old_slot_honours_its_retries(tmp_path):
+    fake = MemoryWorld([1, 1, 0])
+    code = fake.fire(tmp_path, "--schedule", "0 1 * * *", "--tz", "UTC", "--at",
+                     "2026-10-01T01:00", "--retries", "2", "--retry-on", "1")
+    assert code == 0 and fake.runs()[0].attempt == 3 and len(fake.sleeps) == 2
+
+
+def test_a_manual_retry_that_cannot_fit_is_logged_with_its_deadline(tmp_path):
+    fake = MemoryWorld([1])
+    code = fake.fire(tmp_path, "--schedule", "* * * * *", "--tz", "UTC", "--at",
+                     "2026-10-01T01:00", "--retries", "2", "--timeout", "90")
+    assert code == 1 and fake.sleeps == []
+    (skipped,) = [e for e in events(tmp_path) if e["event"] == "retry_skipped"]
+    assert skipped["deadline"] == "2026-10-28T10:01:05.000+00:00"  # T0 + one minute
+    assert skipped["next_slot"] == "2026-10-01T01:01:00.000+00:00"
+
+
+def test_a_slot_in_the_future_is_refused_unless_forced(tmp_path):
+    fake = MemoryWorld([0])
+    with pytest.raises(UsageError, match=r"^--date 2027-10-28: the slot 2027-10-28T01:30:00\+00:00 "
+                                         r"is in the future; check the date \(add --force"):
+        fake.fire(tmp_path, "--schedule", "30 1 * * *", "--tz", "UTC", "--date", "2027-10-28")
+    with pytest.raises(UsageError, match="is in the future"):  # today's slot at 11:00 has not come
+        fake.fire(tmp_path, "--schedule", "0 11 * * *", "--tz", "UTC", "--date", "2026-10-28")
+    assert fake.runs() == []
+    assert fake.fire(tmp_path, "--schedule", "30 1 * * *", "--tz", "UTC", "--date", "2027-10-28",
+                     "--force") == 0

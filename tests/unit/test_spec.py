@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from cronwrap.errors import UsageError
 from cronwrap.options import spec
 from cronwrap.options.spec import OPTIONS, JobSpec
 
@@ -25,3 +26,25 @@ def test_each_field_is_typed_as_its_option_parser_returns(opt):
     can_be_none = getattr(built, opt.attr) is None
     assert field == returns + (" | None" if can_be_none else ""), (
         f"JobSpec.{opt.attr} is {field}, but --{opt.name}'s parser returns {returns}")
+
+
+def test_crontab_escaping_in_a_key_is_kept_and_noted_with_its_source():
+    notes: list[str] = []
+    built = spec.build_spec(["true"], {}, {"CRONWRAP_KEY": r"\%Y-\%m-\%d"}, lambda: "host",
+                            warn=notes.append)
+    assert built.key == r"\%Y-\%m-\%d"
+    assert notes == [r"CRONWRAP_KEY '\%Y-\%m-\%d': '\%' is how a crontab line writes '%'; in a "
+                     "shell or the config file write '%' (these run keys will hold a backslash)"]
+    spec.build_spec(["true"], {"key": "%Y-%m-%d"}, {}, lambda: "host", warn=pytest.fail)
+
+
+def test_a_relative_log_dir_is_refused_wherever_it_comes_from():
+    with pytest.raises(UsageError, match=r"^--log-dir: 'logs' is a relative path; give an "
+                                         r"absolute one \(or ~/…\)$"):
+        spec.build_spec(["true"], {"log-dir": "logs"}, {}, lambda: "host", warn=pytest.fail)
+    with pytest.raises(UsageError, match=r"^CRONWRAP_LOG_DIR: 'logs' is a relative path"):
+        spec.build_spec(["true"], {}, {"CRONWRAP_LOG_DIR": "logs"}, lambda: "host",
+                        warn=pytest.fail)
+    built = spec.build_spec(["true"], {"log-dir": "/var/log/cw"}, {}, lambda: "host",
+                            warn=pytest.fail)
+    assert str(built.log_dir) == "/var/log/cw"

@@ -119,7 +119,7 @@ def duration_words(span: timedelta) -> str:
 def default_text(opt: spec.Option) -> str | None:
     if opt.is_flag or opt.default is None:
         return None
-    if opt.parse in (spec.duration, spec.positive_duration, spec.time_limit):
+    if opt.parse in (spec.duration, spec.window, spec.positive_duration, spec.time_limit):
         return duration_text(opt.default)
     if opt.parse is spec.signal_number:
         return signal.Signals(opt.default).name.removeprefix("SIG")

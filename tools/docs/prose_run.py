@@ -94,7 +94,11 @@ DESCRIPTION: tuple[Block, ...] = (
 RUN_OPTIONS_INTRO: tuple[Block, ...] = (
     "*DURATION* is a number of seconds, fractions and exponents allowed, with an optional "
     "suffix `s`, `m`, `h` or `d` (`30`, `1.5m`, `2h`, `1d`, `1e-3`, `2.5e2m`; compound forms "
-    "such as `1h30m` too); `0` means none, and a positive value never rounds down to it. A "
+    "such as `1h30m` too, where every part needs its suffix: `1h30` is refused, with a hint "
+    "to write `1h30m`); `0` means none, and a positive value never rounds down to it. An age "
+    "or a window (`--catchup-window`, `--keep-logs`, and `status`'s `--since`, `--max-age` and "
+    "`--warn-duration`, `prune`'s `--older-than`) needs a suffix: `--max-age 26` is refused "
+    "(write `26h`), since a bare number there would be seconds. A "
     "duration over ten years (`4000d`, `1e400`, `inf`) is refused, except by `--timeout`, "
     "`--kill-after` and `--wait-timeout`, which then run without that limit, as GNU timeout "
     "does, and say so once on standard error. "
@@ -157,8 +161,8 @@ COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
         "in the `--since` window instead, as `history` does.",
         "`--json`: an array of jobs, each with `job`, `schedule`, `tz`, `last_run` (a run as in "
         "`history --json`, or null), `last_success_at`, `next_due_at`, `running` (runs holding a "
-        "live lease, with `lease_left_s`), `missed`, `counts` (runs by status in the window), "
-        "`health`, `first_seen` and `last_seen`. `--check`, `--format prometheus` and "
+        "live lease, with `lease_left_s`), `missed`, `late`, `counts` (runs by status in the "
+        "window), `health`, `why` (its few words), `first_seen` and `last_seen`. `--check`, `--format prometheus` and "
         "`--textfile` are described under MONITORING.",
     ),
     "history": (
@@ -360,7 +364,12 @@ SLOTS: tuple[Block, ...] = (
     "schedule's zone; a time that is not a fire time is an error naming the nearest ones). The "
     "run has trigger `manual`, and the job sees the slot's time in `CRONWRAP_SCHEDULED_AT` and "
     "`CRONWRAP_BIZ_DATE`, never the time it started. A manual run does not count as the job's "
-    "last seen slot for catch-up, and never changes what the job's firings recorded.",
+    "last seen slot for catch-up, and never changes what the job's firings recorded. A slot "
+    "that has not come yet (a year typo such as `--date 2027-01-05`, an `--at` later than now, "
+    "a range that reaches past now) is refused with one line and exit status "
+    f"{errors.EXIT_CRONWRAP}, since running it now would use up that slot; `--force` runs it. "
+    "Its retries (see RETRIES) must end within the schedule's interval counted from when it "
+    "began.",
     "Without `--schedule`, a manual run uses the schedule, zone and key template the ledger "
     "recorded when cron fired the job (or the job's `[jobs.`*NAME*`]` table); `--tz` and "
     "`--key` still override them. A job with no recorded schedule needs `--schedule` "
@@ -404,22 +413,31 @@ CATCHUP: tuple[Block, ...] = (
     "missed slots oldest first. Each boot writes the no-slot warning to standard error, and a "
     "slot run this way leaves the job's health at `warning` (its firing was far from its slot) "
     "until the next regular run.",
-    "A slot whose runner died has a row (`abandoned`), so catch-up does not run it again: the "
-    "next claim of that same slot takes it over (see LEDGER), for example a manual run with "
-    "`--date`.",
+    "A slot whose runner died has a row (`abandoned`, once its lease expired): the next firing "
+    "of the job with a schedule, on any host, runs it again before its own slot when it is "
+    "inside `--catchup-window` (trigger `takeover`, its own `CRONWRAP_SCHEDULED_AT`, attempt + "
+    "1, a new fence), whatever `--catchup` says. The delay is at most one schedule interval + "
+    "`--lease`; a manual run with `--date` takes it over sooner. Until then the job is "
+    "`critical`.",
 )
 
 
 RETRIES: tuple[Block, ...] = (
     "`--retries` *N* runs a slot again, up to *N* more times within the same invocation, when "
-    "its run failed with an exit status in `--retry-on` (default "
-    f"{retry.EX_TEMPFAIL}, EX_TEMPFAIL), or timed out and `--retry-on` includes `timeout`. A "
+    "its run failed or timed out, except with exit status "
+    f"{' or '.join(map(str, sorted(retry.CANNOT_RUN)))} (the command cannot run: another "
+    "attempt would fail the same way). With `--retry-on` only its statuses are retried, and a "
+    f"timeout only when it lists `timeout` (`--retry-on {retry.EX_TEMPFAIL},timeout`: "
+    "EX_TEMPFAIL and timeouts). A "
     "run that was killed (by a signal, or `lease_lost`) is never retried. Before each retry "
     "cronwrap sleeps a random time between 0 and `--retry-delay` x 2^(*k*-1) for the *k*th "
     "retry, capped by `--retry-max-delay` (exponential backoff with full jitter), and logs a "
     "`retry` event. A retry that would not end before the schedule's next slot (its delay "
     "plus `--timeout`, or the last attempt's duration) is not made (`retry_skipped`): the next "
-    "firing is the better retry. Each attempt claims the slot again, with attempt + 1 "
+    "firing is the better retry. A manual run (`--date`, `--at`) re-runs a slot whose next "
+    "slot is long past: its retries must end within the schedule's interval counted from when "
+    "its first attempt began, and one that would not is not made, said on standard error and "
+    "in the run log (`retry_skipped`). Each attempt claims the slot again, with attempt + 1 "
     "(`CRONWRAP_ATTEMPT`) and a new fence, and keeps its own output file.",
     "`--max-attempts` *N* (default 1 + `--retries`) caps the claims of one slot across "
     "invocations: a later firing of the same slot (a duplicate entry, another host, a person "
@@ -535,19 +553,23 @@ REDACTION: tuple[Block, ...] = (
 
 MONITORING: tuple[Block, ...] = (
     "Health, as `status` shows it: `critical` when slots of the schedule passed without any "
-    f"firing (more than {LATE_GRACE} ago: late), when slots were recorded `missed` in the "
-    "`--since` window, or when the last run failed, timed out or was killed; `warning` when the "
+    f"firing (more than {LATE_GRACE} ago: late), or when the last run failed, timed out, was "
+    "killed or was recorded `missed`, or when a run is `abandoned` (not yet taken over); "
+    "`warning` when the "
     "last run was recorded `warning` (the reason, `too_fast`, or the exit status, is shown), "
     "when the job has `--slow-factor` *F* and its last run took more than *F* times the 95th "
     "percentile of the successful runs before it (at least 5 among its last 50: `slow`), "
-    "when a run is `abandoned`, or when the last run's firing was more than "
+    "or when the last run's firing was more than "
     f"{LATE_GRACE} away from its slot (the host's clock, zone or crontab line is off; an "
-    "`@reboot` catch-up counts too); `ok` otherwise.",
+    "`@reboot` catch-up counts too); `ok` otherwise. Health describes the present: slots "
+    "recorded `missed` earlier in the window stay counted (`missed`, *NAME*`_missed`, "
+    "`cronwrap_missed_slots`), but once a later run went well the job is `ok` again.",
     "`status --check` is a Nagios/Icinga plugin: it prints one line, *CRONWRAP* *STATE* `-` "
     "*counts*`:` *reasons* `|` *perfdata*, and exits "
     f"{errors.CHECK_OK} OK, {errors.CHECK_WARNING} WARNING, {errors.CHECK_CRITICAL} CRITICAL "
     f"or {errors.CHECK_UNKNOWN} UNKNOWN (no job matches). A job is CRITICAL when its last run "
-    "failed, timed out, was killed or missed, when it has missed or late slots, or when it has "
+    "failed, timed out, was killed or missed, when it has late slots or an abandoned run, or "
+    "when it has "
     "not succeeded within `--max-age` (a `warning` is not a success: a job that has only "
     "warned for longer than that is CRITICAL); WARNING when a run has been running longer than "
     "`--warn-duration`, or longer than the 95th percentile of its recent successful "

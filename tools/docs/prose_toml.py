@@ -18,12 +18,15 @@ VALUE_SYNTAX = {
     spec.host_name: "a string: printable, no blanks, at most 255 characters",
     spec.duration: "a duration (`\"30s\"`, `\"1.5m\"`, `\"2h\"`, `\"1d\"`, or a number of "
                    "seconds)",
+    spec.window: "a duration with its unit (`\"6h\"`, `\"30d\"`; a bare number other than 0 "
+                 "is refused)",
     spec.positive_duration: "a duration of at least 1 s",
     spec.time_limit: "a duration, as for `timeout`; 0, or one over ten years (`1e400`, "
                      "`\"inf\"`), means none",
     spec.signal_number: "a signal name or number: `\"TERM\"`, `\"SIGINT\"`, `9`",
     spec.exit_code: "an exit status, 0 to 255 (a number, or a string holding one)",
     spec.path: "a string: an absolute path, or one starting with `~/`",
+    spec.absolute_path: "a string: an absolute path, or one starting with `~/`",
     spec.ledger_url: "a string: `\"sqlite:///PATH\"`, `\"postgresql://...\"` or libpq "
                      "`keyword=value` pairs (`\"service=cronwrap\"`)",
     spec.text_value: "a string",

@@ -394,7 +394,10 @@ SELECT * FROM cronwrap_jobs ORDER BY name
 SELECT * FROM cronwrap_jobs WHERE name = %(job)s
 
 -- name: keys_since
-SELECT run_key FROM cronwrap_runs WHERE job = %(job)s AND scheduled_at >= %(since)s
+-- abandoned: running with its lease expired (its runner died); the next firing takes it over.
+SELECT run_key, scheduled_at,
+  (status = 'running' AND (locked_until IS NULL OR locked_until <= %(now)s)) AS abandoned
+FROM cronwrap_runs WHERE job = %(job)s AND scheduled_at >= %(since)s
 
 -- name: overview
 -- One row per job with its last run (skips are not runs) and its last success.

@@ -209,7 +209,10 @@ SELECT * FROM jobs ORDER BY name
 SELECT * FROM jobs WHERE name = :job
 
 -- name: keys_since
-SELECT run_key FROM runs WHERE job = :job AND scheduled_at >= :since
+-- abandoned: running with its lease expired (its runner died); the next firing takes it over.
+SELECT run_key, scheduled_at,
+  (status = 'running' AND (locked_until IS NULL OR locked_until <= :now)) AS abandoned
+FROM runs WHERE job = :job AND scheduled_at >= :since
 
 -- name: overview
 -- One row per job with its last run (skips are not runs) and its last success.
