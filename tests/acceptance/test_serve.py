@@ -51,8 +51,12 @@ def test_overview_shows_last_run_and_strip(server):
 def test_overview_shows_what_runs_now(filled):
     job = filled.popen("run", "-n", "slow", "--", "sleep", "60")
     try:
-        wait_for(lambda: any(r["status"] == "running"
-                             for r in filled.json("history", "slow", "--json")), 30, "the run")
+        def running() -> bool:  # before its first claim the job is unknown: history exits 125
+            proc = filled("history", "slow", "--json")
+            return proc.returncode == 0 and any(r["status"] == "running"
+                                                for r in json.loads(proc.stdout))
+
+        wait_for(running, 30, "the run")
         running = Server(filled)
         try:
             text = running.fetch(running.url).text
