@@ -70,6 +70,11 @@ STATUS_MEANINGS = {  # the registry the docs are made from (cronwrap(1) LEDGER, 
 # A stored status that ends a run (RUNNING and PENDING do not; ABANDONED is never stored).
 FINAL_STATUSES = (Status.SUCCEEDED, Status.WARNING, Status.FAILED, Status.TIMEOUT,
                   Status.KILLED, Status.SKIPPED, Status.MISSED)
+# The upper bounds (seconds) of the duration histogram, cronwrap_run_duration_seconds: from a
+# second to a day, about three to a decade. The ledger counts each end under one of them as it
+# is written (ledger/sql, migration "Counters"): changing them needs a migration.
+DURATION_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0,
+                    14400.0, 43200.0, 86400.0)
 # The slot is done: claiming it again is a duplicate without --force.
 DONE_STATUSES = (Status.SUCCEEDED, Status.WARNING)
 # The run did not succeed: health critical, and the slot is retryable.
@@ -317,6 +322,18 @@ class Finish(Record):
     log_path: str | None
     skip_reason: str | None
     _defaults = dict(skip_reason=None)
+
+
+class RunTally(Record):
+    """What the ledger has counted of one job's ends (every status but running and pending
+    written to a row: a finished attempt, a skip, a missed slot) since it was migrated to
+    count them. Only ever grows: prune, a retry or a takeover leaves it as it is."""
+
+    job: str
+    ends: dict[str, int]  # by status
+    timed: int  # the ends with a duration (attempts that ran)
+    duration_ms: int  # the sum of their durations
+    buckets: dict[int, int]  # timed ends by the smallest bound of DURATION_BUCKETS (ms) not below
 
 
 class JobSummary(Record):

@@ -122,6 +122,27 @@ pgbouncer_ensure() {
   return 1
 }
 
+# The real-Prometheus test (tests/acceptance/test_prometheus.py) starts its own prometheus, with
+# its own config, port and storage: only the executable is needed. Debian's package would start
+# its own service at once (on :9090, with its own storage): a policy-rc.d that refuses keeps it
+# stopped while the package is installed (one already there is left as it is, and so is a
+# service someone started before).
+prometheus_ensure() {
+  local policy=/usr/sbin/policy-rc.d as=() ours= rc=0
+  sbin_which prometheus >/dev/null && return 0
+  [ "$(id -u)" = 0 ] || as=(sudo -n)
+  if [ ! -e "$policy" ] && "${as[@]}" sh -c "printf '#!/bin/sh\\nexit 101\\n' >$policy &&
+      chmod 755 $policy" 2>/dev/null; then
+    ours=1
+  fi
+  pkg_install prometheus || rc=1
+  [ -z "$ours" ] || "${as[@]}" rm -f "$policy"
+  [ "$rc" = 0 ] || return 1
+  sbin_which prometheus >/dev/null && return 0
+  PG_ENV_ERROR="Debian's prometheus package installed no prometheus executable"
+  return 1
+}
+
 # The ISO-8859-1 locale tests (tests/acceptance/test_damaged_input.py) build their locale with
 # localedef from the sources of Debian's locales package: only the sources are needed.
 locales_ensure() {

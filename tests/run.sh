@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: a virtualenv with cronwrap and its test tools,
-# a reachable PostgreSQL (installed and started for the run if need be) and PgBouncer (installed
-# if missing; the tests start their own), then pytest. Arguments go to pytest.
+# a reachable PostgreSQL (installed and started for the run if need be), and PgBouncer, chromium and
+# Prometheus (installed if missing; the tests start their own), then pytest. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${CRONWRAP_VENV:-.venv}
@@ -20,6 +20,7 @@ missing() {
 pg_ensure || missing PostgreSQL
 pgbouncer_ensure || missing PgBouncer
 chromium_ensure || missing chromium
+prometheus_ensure || missing Prometheus
 locales_ensure || missing "ISO-8859-1 locale"
 export PATH="$PWD/$venv/bin:$PATH"
 "$venv/bin/python" -m pytest "$@"

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from cronwrap.model import (Claim, ClaimRequest, Finish, JobInfo, JobSummary, Mark, Run,
-                                SlotHistory)
+                                RunTally, SlotHistory)
 
 
 class Ledger(ABC):
@@ -169,6 +169,15 @@ class Ledger(ABC):
     @abstractmethod
     def summaries(self, since: datetime, jobs: list[str] | None = None) -> list[JobSummary]:
         """One summary per known job (or the named ones), counts over runs since ``since``.
+
+        :raises LedgerError: nothing was read.
+        """
+
+    @abstractmethod
+    def tallies(self, jobs: list[str] | None = None) -> dict[str, RunTally]:
+        """The counts of every job's ends (or the named jobs'), by job; a job with none is
+        left out. Counted by the ledger as each row is written, never less than at the last
+        call: the counters and the duration histogram of ``status --format prometheus``.
 
         :raises LedgerError: nothing was read.
         """

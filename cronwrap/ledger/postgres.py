@@ -24,7 +24,7 @@ from psycopg.rows import dict_row
 from cronwrap.errors import LedgerError
 from cronwrap.ledger import sql
 from cronwrap.ledger.sqlcore import SqlLedger
-from cronwrap.model import Claim, ClaimRequest, Finish, Run
+from cronwrap.model import DURATION_BUCKETS, Claim, ClaimRequest, Finish, Run
 from cronwrap.redact.redactor import url as redact_url
 
 if TYPE_CHECKING:
@@ -164,6 +164,12 @@ def _reason(exc: BaseException, dsn: str) -> str:
     return scrub(text, dsn)
 
 
+def _expansion(row: Row | None) -> int:
+    """The expansions applied, from a ``schema_version`` row: none without the key."""
+    value = row.get("expansion") if row else None
+    return int(value) if isinstance(value, str) and value.isdigit() else 0
+
+
 def _label(dsn: str) -> str:
     """How messages name the ledger: the redacted DSN, or the PG* variables that stand for it."""
     if dsn.strip():
@@ -264,7 +270,7 @@ class PostgresLedger(SqlLedger):
         self._hold = True
         self._tx_now: datetime | None = None
         self.conn = self._connect()
-        found = self._current_version()
+        found, self.expanded = self._current_version()
         if found is None or not read_only:
             self.migrate(found)
 
@@ -354,10 +360,11 @@ class PostgresLedger(SqlLedger):
         the one copy of each, as this cronwrap has it.
         """
         if found == -1:
-            found = self._current_version()
+            found, self.expanded = self._current_version()
         if found is not None:
             self.check_version(found, self.label)
-            if found == self.schema_version and not functions:
+            if found == self.schema_version and self.expanded >= self.expansion_level \
+                    and not functions:
                 return found
         with self._tx() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
@@ -368,23 +375,33 @@ class PostgresLedger(SqlLedger):
             for number in range(version + 1, self.schema_version + 1):
                 cur.execute(self.q[f"migration_{number}"])
                 self._exec(cur, "set_schema_version", version=str(number))
-            if functions or version < self.schema_version:
+            expanded = _expansion(row)
+            for number in range(expanded + 1, self.expansion_level + 1):
+                cur.execute(self.q[f"expansion_{number}"])
+                self._exec(cur, "set_expansion", n=str(number))
+            if functions or version < self.schema_version or expanded < self.expansion_level:
                 for name in sql.functions(self.q):
                     cur.execute(self.q[name])
+                for bound in DURATION_BUCKETS:
+                    self._exec(cur, "duration_bucket", le_ms=round(bound * 1000))
+        self.expanded = max(expanded, self.expansion_level)
         return found or 0
 
     def init_schema(self) -> None:
         self.migrate(functions=True)
 
-    def _current_version(self) -> int | None:
-        """The recorded schema version (one statement); None when there is no schema yet."""
+    def _current_version(self) -> tuple[int | None, int]:
+        """The recorded schema version (None when there is no schema yet) and expansion, in
+        one statement."""
         try:
             rows = self._single("schema_version")[1]
         except LedgerError as exc:
             if isinstance(exc.__cause__, errors.UndefinedTable):
-                return None
+                return None, 0
             raise
-        return self.stored_version(rows[0]["value"], self.label) if rows else 0
+        if not rows:
+            return 0, 0
+        return self.stored_version(rows[0]["value"], self.label), _expansion(rows[0])
 
     # -- one statement, one round trip ---------------------------------------------------
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from cronwrap.errors import LedgerError
 from cronwrap.ledger.base import Ledger
 from cronwrap.model import (DONE_STATUSES, Claim, ClaimRequest, Finish, JobInfo, JobSummary,
-                            Reason, Run, SlotHistory, Status, Trigger)
+                            Reason, Run, RunTally, SlotHistory, Status, Trigger)
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -64,6 +64,11 @@ class SqlLedger(Ledger):
         # The schema this code writes: its newest numbered migration (one place for the fact).
         self.schema_version = max(int(name.rpartition("_")[2]) for name in queries
                                   if name.startswith("migration_"))
+        # Its newest expansion, and the one the ledger had when opened (or has since been
+        # brought to): tallies need expansion 1.
+        self.expansion_level = max(int(name.rpartition("_")[2]) for name in queries
+                                   if name.startswith("expansion_"))
+        self.expanded = 0
 
     def stored_version(self, found: object, label: object) -> int:
         """The schema version as the dialect stores it (an integer, or PostgreSQL's text), as
@@ -216,6 +221,25 @@ class SqlLedger(Ledger):
                 counts.setdefault(r["job"], {})[r["status"]] = int(r["n"])
         return [self._summary(r, last.get(r["last_run_id"]), running.get(r["name"], []),
                               counts.get(r["name"], {})) for r in rows]
+
+    def tallies(self, jobs: list[str] | None = None) -> dict[str, RunTally]:
+        """Nothing (not an error) from a ledger that no cronwrap of this release has opened
+        for writing yet: it has no counters yet, and a read never adds them."""
+        if self.expanded < 1:
+            return {}
+        with self._tx(write=False) as cur:
+            ends, timed = self._all(cur, "tallies"), self._all(cur, "duration_tallies")
+        found: dict[str, RunTally] = {}
+        for r in ends:
+            if jobs is None or r["job"] in jobs:
+                tally = found.setdefault(r["job"], RunTally(r["job"], {}, 0, 0, {}))
+                tally.ends[r["status"]] = int(r["runs"])
+                tally.timed += int(r["timed"])
+                tally.duration_ms += int(r["duration_ms"])
+        for r in timed:
+            if r["job"] in found:
+                found[r["job"]].buckets[int(r["le_ms"])] = int(r["runs"])
+        return found
 
     def prune(self, cutoff: datetime, keep_last: int) -> list[tuple[int, str, str | None]]:
         with self._tx() as cur:

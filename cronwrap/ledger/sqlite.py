@@ -14,6 +14,7 @@ from cronwrap.errors import LedgerError
 from cronwrap.errors import PathError
 from cronwrap.ledger import sql
 from cronwrap.ledger.sqlcore import SqlLedger
+from cronwrap.model import DURATION_BUCKETS
 from cronwrap.paths import check_existing, open_private
 from cronwrap.record import TYPE_CHECKING
 
@@ -32,6 +33,18 @@ def ledger_message(path: object, exc: Exception) -> str:
         return (f"ledger {path}: {text}: the file is damaged; move it aside (mv {path} "
                 f"{path}.broken) and cronwrap starts a new ledger")
     return f"ledger {path}: {text}"
+
+
+def _statements(script: str) -> list[str]:
+    """A migration's statements: split at each semicolon that ends one, which
+    ``sqlite3.complete_statement`` tells (a trigger's body has semicolons of its own)."""
+    done, statement = [], ""
+    for part in script.split(";"):
+        statement += part + ";"
+        if sqlite3.complete_statement(statement):
+            done.append(statement)
+            statement = ""
+    return [s for s in done if s.strip(" \n;")]
 
 
 class SqliteLedger(SqlLedger):
@@ -69,6 +82,7 @@ class SqliteLedger(SqlLedger):
                 self._migrate()
             else:
                 self._version()  # but not a damaged one
+                self.expanded = self._expansion()
         except sqlite3.DatabaseError as exc:
             raise LedgerError(ledger_message(path, exc)) from exc
 
@@ -111,11 +125,20 @@ class SqliteLedger(SqlLedger):
         return self.stored_version(self.conn.execute("PRAGMA user_version").fetchone()[0],
                                    self.path)
 
+    def _expansion(self) -> int:
+        try:
+            row = self.conn.execute(self.q["expansion"]).fetchone()
+        except sqlite3.OperationalError:  # no meta table: no expansion yet
+            return 0
+        return int(row[0]) if row and str(row[0]).isdigit() else 0
+
     def _migrate(self) -> None:
-        """Numbered migrations, each applied once, all in one BEGIN IMMEDIATE transaction."""
+        """Numbered migrations, then expansions, each applied once, all in one BEGIN IMMEDIATE
+        transaction."""
         found = self._version()
         self.check_version(found, self.path)
-        if found == self.schema_version:
+        self.expanded = self._expansion()
+        if found == self.schema_version and self.expanded >= self.expansion_level:
             return
         mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if mode != "wal" and self.path != ":memory:":
@@ -124,10 +147,18 @@ class SqliteLedger(SqlLedger):
             version = self._version()
             self.check_version(version, self.path)
             for number in range(version + 1, self.schema_version + 1):
-                for statement in self.q[f"migration_{number}"].split(";"):
-                    if statement.strip():
-                        self.conn.execute(statement)
+                for statement in _statements(self.q[f"migration_{number}"]):
+                    self.conn.execute(statement)
+            expanded = self._expansion()
+            for number in range(expanded + 1, self.expansion_level + 1):
+                for statement in _statements(self.q[f"expansion_{number}"]):
+                    self.conn.execute(statement)
+            if expanded < self.expansion_level:
+                for bound in DURATION_BUCKETS:
+                    self.conn.execute(self.q["duration_bucket"], {"le_ms": round(bound * 1000)})
+                self.conn.execute(self.q["set_expansion"], {"n": str(self.expansion_level)})
             self.conn.execute(f"PRAGMA user_version = {self.schema_version}")
+        self.expanded = max(expanded, self.expansion_level)
 
     def init_schema(self) -> None:
         self._migrate()  # the open migrated already, unless another process has since

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from cronwrap.errors import (CHECK_CRITICAL, CHECK_OK, CHECK_UNKNOWN, CHECK_WARNING, PathError)
-from cronwrap.model import FINAL_STATUSES, Status
+from cronwrap.model import DURATION_BUCKETS, FINAL_STATUSES, RunTally, Status
 from cronwrap.options.durations import format_duration
 from cronwrap.read.report import CRITICAL, OK, WARNING
 from cronwrap.record import TYPE_CHECKING, Record
@@ -162,38 +162,72 @@ def _perf(label: str, value: float, uom: str, warn: float | None, crit: float | 
 # -- Prometheus --------------------------------------------------------------------------------
 
 RUN_STATUSES = (Status.RUNNING, *FINAL_STATUSES)
+LABEL = "cronjob"  # kube-state-metrics' label for a CronJob's name
+GAUGE, COUNTER, HISTOGRAM = "gauge", "counter", "histogram"
+RUNS_TOTAL = "cronwrap_runs_total"
+DURATION_HISTOGRAM = "cronwrap_run_duration_seconds"
 FAMILIES = (
-    ("cronwrap_last_run_timestamp_seconds",
+    ("cronwrap_last_run_timestamp_seconds", GAUGE,
      "Start of the job's latest run (its slot time if it never started), Unix time."),
-    ("cronwrap_last_success_timestamp_seconds", "End of the job's latest successful run, Unix time."),
-    ("cronwrap_last_run_duration_seconds", "Duration of the job's latest finished run."),
-    ("cronwrap_last_run_exit_code", "Exit status of the job's latest run that has one."),
-    ("cronwrap_last_run_status", "1 for the status of the job's latest run."),
-    ("cronwrap_runs", "Runs of the job in the report window, by status."),
-    ("cronwrap_missed_slots", "Slots of the job without a run in the report window."),
-    ("cronwrap_running", "Runs of the job holding a live lease."),
-    ("cronwrap_next_due_timestamp_seconds", "The job's next scheduled slot, Unix time."),
-    ("cronwrap_health", "Health of the job as status shows it: 0 ok, 1 warning, 2 critical."),
+    ("cronwrap_last_success_timestamp_seconds", GAUGE,
+     "End of the job's latest successful run, Unix time."),
+    ("cronwrap_last_run_duration_seconds", GAUGE, "Duration of the job's latest finished run."),
+    ("cronwrap_last_run_exit_code", GAUGE, "Exit status of the job's latest run that has one."),
+    ("cronwrap_last_run_status", GAUGE, "1 for the status of the job's latest run."),
+    ("cronwrap_runs_in_window", GAUGE, "Runs of the job in the report window, by status."),
+    ("cronwrap_missed_slots", GAUGE, "Slots of the job without a run in the report window."),
+    ("cronwrap_running", GAUGE, "Runs of the job holding a live lease."),
+    ("cronwrap_next_due_timestamp_seconds", GAUGE, "The job's next scheduled slot, Unix time."),
+    ("cronwrap_health", GAUGE,
+     "Health of the job as status shows it: 0 ok, 1 warning, 2 critical."),
+    (RUNS_TOTAL, COUNTER, "Ends the ledger has recorded for the job, by status: each finished "
+                          "attempt, skip and missed slot."),
+    (DURATION_HISTOGRAM, HISTOGRAM, "Durations of the job's finished attempts."),
 )
 
 
-def prometheus(reports: list[JobReport], now: datetime) -> str:
-    """Prometheus text exposition (version 0.0.4), every family a gauge, one series per job."""
-    samples: dict[str, list[str]] = {name: [] for name, _ in FAMILIES}
+def prometheus(reports: list[JobReport], now: datetime,
+               tallies: dict[str, RunTally] | None = None) -> str:
+    """Prometheus text exposition (version 0.0.4): gauges from the reports, one series per
+    job, and the counters and duration histogram of ``tallies`` (``Ledger.tallies``) for the
+    same jobs (all at 0 for a job the ledger has counted nothing of)."""
+    samples: dict[str, list[str]] = {name: [] for name, _, _ in FAMILIES}
     for report in reports:
-        for name, labels, value in job_samples(report, now):
-            samples[name].append(f"{name}{{{_labels(labels)}}} {_number(value)}")
+        tally = (tallies or {}).get(report.summary.job)
+        for name, labels, value in [*job_samples(report, now), *tally_samples(report, tally)]:
+            family = name.removesuffix("_bucket").removesuffix("_sum").removesuffix("_count") \
+                if name.startswith(DURATION_HISTOGRAM) else name
+            samples[family].append(f"{name}{{{_labels(labels)}}} {_number(value)}")
     out = []
-    for name, help_text in FAMILIES:
+    for name, kind, help_text in FAMILIES:
         if samples[name]:
-            out += [f"# HELP {name} {_escape_help(help_text)}", f"# TYPE {name} gauge",
+            out += [f"# HELP {name} {_escape_help(help_text)}", f"# TYPE {name} {kind}",
                     *samples[name]]
     return "\n".join(out) + "\n" if out else ""
 
 
+def tally_samples(report: JobReport,
+                  tally: RunTally | None) -> list[tuple[str, dict[str, str], float]]:
+    """The counters of one job: its ends by status (every status, 0 when none yet, so that
+    a first failure is an increase), and the histogram of its durations, cumulative by
+    ``le`` as Prometheus has it."""
+    series = series_labels(report)
+    tally = tally or RunTally(report.summary.job, {}, 0, 0, {})
+    out: list[tuple[str, dict[str, str], float]] = []
+    for status in (*FINAL_STATUSES, *sorted(set(tally.ends) - set(FINAL_STATUSES))):
+        out.append((RUNS_TOTAL, {**series, "status": status}, tally.ends.get(status, 0)))
+    for bound in DURATION_BUCKETS:
+        below = sum(n for le_ms, n in tally.buckets.items() if le_ms <= bound * 1000)
+        out.append((f"{DURATION_HISTOGRAM}_bucket", {**series, "le": repr(bound)}, below))
+    out.append((f"{DURATION_HISTOGRAM}_bucket", {**series, "le": "+Inf"}, tally.timed))
+    out.append((f"{DURATION_HISTOGRAM}_sum", series, tally.duration_ms / 1000))
+    out.append((f"{DURATION_HISTOGRAM}_count", series, tally.timed))
+    return out
+
+
 def job_samples(report: JobReport, now: datetime) -> list[tuple[str, dict[str, str], float]]:
     """(metric name, labels, value) for one job; a value that is unknown is left out."""
-    s, job = report.summary, {"job": report.summary.job}
+    s, job = report.summary, series_labels(report)
     last = s.last_run
     out: list[tuple[str, dict[str, str], float]] = []
     if last is not None:
@@ -209,13 +243,19 @@ def job_samples(report: JobReport, now: datetime) -> list[tuple[str, dict[str, s
         out.append(("cronwrap_last_success_timestamp_seconds", job, s.last_success_at.timestamp()))
     counts = s.counts or {}
     for status in (*RUN_STATUSES, *sorted(set(counts) - set(RUN_STATUSES))):
-        out.append(("cronwrap_runs", {**job, "status": status}, counts.get(status, 0)))
+        out.append(("cronwrap_runs_in_window", {**job, "status": status}, counts.get(status, 0)))
     out.append(("cronwrap_missed_slots", job, report.missed))
     out.append(("cronwrap_running", job, len(report.live)))
     if report.next_due_at is not None:
         out.append(("cronwrap_next_due_timestamp_seconds", job, report.next_due_at.timestamp()))
     out.append(("cronwrap_health", job, HEALTH_STATES.get(report.health, CHECK_CRITICAL)))
     return out
+
+
+def series_labels(report: JobReport) -> dict[str, str]:
+    """The labels naming a job's series: ``cronjob``, never ``job``, which Prometheus keeps
+    for the scrape target's own (a scraped ``job`` label becomes ``exported_job``)."""
+    return {LABEL: report.summary.job}
 
 
 def _labels(labels: dict[str, str]) -> str:

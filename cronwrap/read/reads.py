@@ -25,6 +25,7 @@ from cronwrap.stdio import write_utf8
 
 if TYPE_CHECKING:
     from cronwrap.ledger import base
+    from cronwrap.model import RunTally
     from cronwrap.options.config import Config
     from cronwrap.read.report import JobReport
 
@@ -127,28 +128,30 @@ def _status(names: list[str] | None, since: str, as_json: bool, output_format: s
             return 0
         reports = report.job_reports(opened, since_at, names or None, taken)
         p95 = report.usual_p95(opened, reports) if check else {}
+        metrics = textfile is not None or (output_format == "prometheus" and not check)
+        tallies = opened.tallies(names or None) if metrics else {}
     finally:
         opened.close()
     return _show_status(reports, taken, "json" if as_json else output_format, textfile, check,
-                        limits, p95)
+                        limits, p95, tallies)
 
 
 def _show_status(reports: list[JobReport], taken: datetime, output_format: str,
                  textfile: str | None, check: bool, limits: list[float | None],
-                 p95: dict[str, float]) -> int:
+                 p95: dict[str, float], tallies: dict[str, RunTally]) -> int:
     from cronwrap.read import report
 
     if textfile or check or output_format == "prometheus":
         from cronwrap.read import monitoring as monitor
 
         if textfile:
-            monitor.write_textfile(textfile, monitor.prometheus(reports, taken))
+            monitor.write_textfile(textfile, monitor.prometheus(reports, taken, tallies))
         if check:
             result = monitor.check(reports, taken, limits[0], limits[1], p95)
             write_utf8(result.text + "\n")
             return result.exit_code
         if output_format == "prometheus":
-            write_utf8(monitor.prometheus(reports, taken))
+            write_utf8(monitor.prometheus(reports, taken, tallies))
             return 0
     if output_format == "json":
         sys.stdout.write(_json([report.report_json(r, taken) for r in reports]) + "\n")

@@ -421,7 +421,8 @@ class Dashboard:
         return html(200, self.read(work))
 
     def metrics(self) -> Response:
-        exposition = self.read(lambda ledger, now: monitor.prometheus(self.reports(ledger, now), now))
+        exposition = self.read(lambda ledger, now: monitor.prometheus(
+            self.reports(ledger, now), now, ledger.tallies()))
         return Response(200, str(exposition).encode("utf-8"), PROMETHEUS, [])
 
     def healthz(self) -> Response:

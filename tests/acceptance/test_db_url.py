@@ -22,7 +22,8 @@ from psycopg import conninfo
 
 pytestmark = pytest.mark.postgres
 
-TABLES = {"cronwrap_jobs", "cronwrap_meta", "cronwrap_runs"}
+TABLES = {"cronwrap_jobs", "cronwrap_meta", "cronwrap_runs", "cronwrap_tallies",
+          "cronwrap_duration_buckets", "cronwrap_duration_tallies"}
 
 
 def server(pg_dsn: str) -> dict[str, str]:

@@ -47,7 +47,7 @@ def test_a_timeout_is_recorded_with_the_status_cronwrap_returned(cw, args, job, 
     check = cw("status", "--check")
     assert check.returncode == 2 and f"timeout (exit {expected})" in check.stdout.decode()
     metrics = cw("status", "--format", "prometheus", check_rc=0).stdout.decode()
-    assert f'cronwrap_last_run_exit_code{{job="t"}} {expected}' in metrics
+    assert f'cronwrap_last_run_exit_code{{cronjob="t"}} {expected}' in metrics
 
 
 def test_a_run_ended_by_a_forwarded_signal_records_128_plus_n(cw, tmp_path):

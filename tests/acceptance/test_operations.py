@@ -210,9 +210,9 @@ def test_prometheus_text_parses_and_the_textfile_is_written(cw, tmp_path):
     cw("run", "-n", "fails", "--", "false")
     text = cw("status", "--format", "prometheus", check_rc=0).stdout.decode()
     families = {f.name: f for f in text_string_to_metric_families(text)}
-    health = {s.labels["job"]: s.value for s in families["cronwrap_health"].samples}
+    health = {s.labels["cronjob"]: s.value for s in families["cronwrap_health"].samples}
     assert health == {"ok": 0, "fails": 2}
-    exit_codes = {s.labels["job"]: s.value for s in families["cronwrap_last_run_exit_code"].samples}
+    exit_codes = {s.labels["cronjob"]: s.value for s in families["cronwrap_last_run_exit_code"].samples}
     assert exit_codes == {"ok": 0, "fails": 1}
     target = tmp_path / "textfile" / "cronwrap.prom"
     target.parent.mkdir()

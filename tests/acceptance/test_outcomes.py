@@ -53,8 +53,8 @@ def test_a_warning_exit_is_a_warning_that_runs_on_warning_only(cw, tmp_path):
     picture = cw("history", "grep").stdout.decode()
     assert "! 1 warning (exit 1)" in picture
     prom = cw("status", "--format", "prometheus").stdout.decode()
-    assert 'cronwrap_last_run_status{job="grep",status="warning"} 1' in prom
-    assert 'cronwrap_health{job="grep"} 1' in prom
+    assert 'cronwrap_last_run_status{cronjob="grep",status="warning"} 1' in prom
+    assert 'cronwrap_health{cronjob="grep"} 1' in prom
     # the slot is done: the same slot by hand again is a duplicate without --force
     again = cw("run", "-n", "grep", "--schedule", "@daily", "--at", "2026-03-01T00:00",
                "--warning-exit", "1", "--", "sh", "-c", "exit 0")

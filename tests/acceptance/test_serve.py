@@ -51,8 +51,12 @@ def test_overview_shows_last_run_and_strip(server):
 def test_overview_shows_what_runs_now(filled):
     job = filled.popen("run", "-n", "slow", "--", "sleep", "60")
     try:
-        wait_for(lambda: any(r["status"] == "running"
-                             for r in filled.json("history", "slow", "--json")), 30, "the run")
+        def running() -> bool:  # before its first claim the job is unknown: history exits 125
+            proc = filled("history", "slow", "--json")
+            return proc.returncode == 0 and any(r["status"] == "running"
+                                                for r in json.loads(proc.stdout))
+
+        wait_for(running, 30, "the run")
         running = Server(filled)
         try:
             text = running.fetch(running.url).text
@@ -157,7 +161,7 @@ def test_metrics_are_status_format_prometheus(server, filled):
     expected = filled("status", "--format", "prometheus", check_rc=0).stdout.decode()
     # the next due slot moves on at a slot boundary between the two reads: compared apart
     assert without(reply.text, "cronwrap_next_due") == without(expected, "cronwrap_next_due")
-    assert f'cronwrap_health{{job="{SCRIPT_NAME}"}} 2' in reply.text
+    assert f'cronwrap_health{{cronjob="{SCRIPT_NAME}"}} 2' in reply.text
 
 
 def test_api_status_is_status_json(server, filled):
@@ -372,5 +376,5 @@ def test_pointed_at_the_fleets_postgresql_it_shows_the_fleet(cw, pg_dsn):
     for host, job in (("web-1", "rotate-logs"), ("db-1", "vacuum")):
         row = next(r for r in overview.split("<tr ") if f'href="jobs/{job}"' in r)
         assert f"<td>{host}</td>" in row
-        assert f'cronwrap_health{{job="{job}"}} 0' in metrics
+        assert f'cronwrap_health{{cronjob="{job}"}} 0' in metrics
     assert {j["last_run"]["host"] for j in api} == {"web-1", "db-1"}

@@ -341,6 +341,30 @@ def test_prune_keeps_running_rows_recent_rows_and_the_catchup_window(ledger, clo
     assert len(ledger.runs("windowed")) == 3
 
 
+def test_tallies_count_every_end_and_never_go_down(ledger, clock):
+    """Each finished attempt (a retried slot counts each), skip and missed slot, counted as the
+    row is written; a retry, a rewrite and prune take nothing from the counts."""
+    slot = datetime.fromtimestamp(T0, timezone.utc)
+    first = ledger.claim(req("k1")).run
+    ledger.claim(req("k2"))  # skipped: overlap
+    ledger.finish(first, done("failed", 1).replace(duration_ms=70_000))  # 60 s < d <= 120 s
+    again = ledger.claim(req("k1", max_attempts=3)).run  # the same row, attempt 2
+    ledger.finish(again, done().replace(duration_ms=1_000))  # exactly the 1 s bound
+    ledger.record_marks(req("k0"), [Mark("k0", slot - timedelta(hours=1), "missed", None)])
+    late = ledger.claim(req("k3")).run
+    ledger.finish(late, done().replace(duration_ms=200_000_000))  # beyond the last bound
+    ledger.claim(req("live", job="other"))  # running: not an end
+    tally = ledger.tallies()["settle"]
+    assert tally.ends == {"failed": 1, "succeeded": 2, "skipped": 1, "missed": 1}
+    assert (tally.timed, tally.duration_ms) == (3, 200_071_000)
+    assert tally.buckets == {1_000: 1, 120_000: 1}  # the longest is only in +Inf
+    assert "other" not in ledger.tallies() and ledger.tallies(["other"]) == {}
+    clock.advance(86400 * 30)
+    assert ledger.prune(datetime.fromtimestamp(clock.t, timezone.utc), keep_last=0)
+    assert ledger.runs("settle") == []
+    assert ledger.tallies(["settle"])["settle"].ends == tally.ends
+
+
 # -- the contract as an abstract base class ------------------------------------------------
 
 def test_every_back_end_is_the_contract_and_one_without_an_operation_cannot_be_built(ledger):

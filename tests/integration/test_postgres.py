@@ -120,10 +120,14 @@ def test_schema_creation_raced_by_eight_hosts_creates_one_schema(pg_dsn):
                               "ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND "
                               "c.relname LIKE 'cronwrap%' ORDER BY 2").fetchall()
         meta = conn.execute("SELECT key, value FROM cronwrap_meta").fetchall()
-    assert tables == [("public", "cronwrap_jobs"), ("public", "cronwrap_meta"),
-                      ("public", "cronwrap_runs")]
-    assert meta == [("schema_version", str(max(int(n.split("_")[1]) for n in sql.load("postgres")
-                                               if n.startswith("migration_"))))]
+    assert tables == [("public", "cronwrap_duration_buckets"),
+                      ("public", "cronwrap_duration_tallies"), ("public", "cronwrap_jobs"),
+                      ("public", "cronwrap_meta"), ("public", "cronwrap_runs"),
+                      ("public", "cronwrap_tallies")]
+    newest = {kind: str(max(int(n.split("_")[1]) for n in sql.load("postgres")
+                            if n.startswith(f"{kind}_"))) for kind in ("migration", "expansion")}
+    assert sorted(meta) == [("expansion", newest["expansion"]),
+                            ("schema_version", newest["migration"])]
 
 
 def test_migrations_are_idempotent(pg_dsn, pg_ledger):
@@ -131,12 +135,13 @@ def test_migrations_are_idempotent(pg_dsn, pg_ledger):
     assert pg_ledger.migrate() == pg_ledger.schema_version  # current: nothing to do
     PostgresLedger(pg_dsn).close()  # a second host starting up
     with admin(pg_dsn) as conn:  # as if migration 1 had not been recorded: it runs again
-        conn.execute("UPDATE cronwrap_meta SET value = '0' WHERE key = 'schema_version'")
+        conn.execute("UPDATE cronwrap_meta SET value = '0'")  # the expansion's too
     assert pg_ledger.migrate() == 0
     assert pg_ledger.migrate() == pg_ledger.schema_version
     with admin(pg_dsn) as conn:
-        meta = conn.execute("SELECT value FROM cronwrap_meta").fetchall()
-    assert meta == [(str(pg_ledger.schema_version),)]
+        meta = conn.execute("SELECT key, value FROM cronwrap_meta ORDER BY key").fetchall()
+    assert meta == [("expansion", str(pg_ledger.expansion_level)),
+                    ("schema_version", str(pg_ledger.schema_version))]
     assert pg_ledger.get_run("settle", run.run_id).status == "running"
 
 

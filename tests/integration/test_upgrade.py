@@ -154,6 +154,38 @@ def test_a_sqlite_ledger_of_a_newer_release_is_refused_and_left_as_it_was(cw, tm
     assert file.read_bytes() == before
 
 
+def runs_total(cw: CW, db: str) -> dict[tuple[str, str], float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = cw("status", "--format", "prometheus", "--db", db, check_rc=0).stdout.decode()
+    return {(s.labels["cronjob"], s.labels["status"]): s.value
+            for f in text_string_to_metric_families(text) for s in f.samples
+            if s.name == "cronwrap_runs_total" and s.value}
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres",
+                                                            marks=pytest.mark.postgres)])
+def test_an_old_ledger_counts_from_this_release_s_first_write_never_from_a_read(
+        backend, cw, tmp_path, request):
+    """Release 0.1.0's runs are not counted (the counters start at 0 when expansion 1 is
+    applied), a read applies nothing, and the first run of this release counts."""
+    if backend == "sqlite":
+        file, db = sqlite_copy(tmp_path)
+    else:
+        db = request.getfixturevalue("pg_dsn")
+        restore(db)
+    assert runs_total(cw, db) == {}
+    if backend == "sqlite":
+        conn = sqlite3.connect(f"file:{file}?mode=ro", uri=True)
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        finally:
+            conn.close()
+        assert "meta" not in tables and "tallies" not in tables  # the read added nothing
+    cw("run", "--db", db, "-n", "counted", "--", "true", check_rc=0)
+    assert runs_total(cw, db) == {("counted", "succeeded"): 1}
+
+
 # -- PostgreSQL ----------------------------------------------------------------------------
 
 def restore(dsn: str) -> None:

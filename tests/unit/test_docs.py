@@ -167,6 +167,19 @@ def test_readme_states_the_paths_and_exit_statuses_of_the_code() -> None:
         assert row, f"exit status {status} is not in README's table"
 
 
+def test_readme_names_every_metric_its_label_and_the_duration_buckets() -> None:
+    from cronwrap.model import DURATION_BUCKETS
+    from cronwrap.read import monitoring
+
+    for name, _, _ in monitoring.FAMILIES:
+        assert f"`{name}" in README, f"the metric {name} is not in README.md"
+    assert f"`{monitoring.LABEL}`" in README
+    assert not re.search(r'[{,]\s*job=', README), "a selector by job: Prometheus renames it"
+    words = " ".join(README.split())
+    assert ", ".join(f"{b:g}" for b in DURATION_BUCKETS[:-1]) + f" and {DURATION_BUCKETS[-1]:g}" \
+        in words, "README.md does not list the duration buckets of model.DURATION_BUCKETS"
+
+
 # (c) every option has help ----------------------------------------------------------------
 
 @pytest.mark.parametrize("opt", spec.OPTIONS, ids=lambda o: o.name)

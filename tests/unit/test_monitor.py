@@ -12,7 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from cronwrap.errors import PathError
-from cronwrap.model import JobSummary, Run
+from cronwrap.model import DURATION_BUCKETS, JobSummary, Run, RunTally
 from cronwrap.read import monitoring as monitor
 from cronwrap.read.monitoring import check, prometheus, write_textfile
 from cronwrap.read.picture import history_picture, sparkline
@@ -199,7 +199,7 @@ def value(families, name, **labels) -> float:
     return matches[0]
 
 
-def test_prometheus_text_parses_back_with_every_family_a_gauge():
+def test_prometheus_text_parses_back_with_every_report_family_a_gauge():
     live = run("etl", "running", ago=timedelta(minutes=5), duration=None, exit_code=None,
                lease=HOUR)
     reports = [
@@ -209,24 +209,25 @@ def test_prometheus_text_parses_back_with_every_family_a_gauge():
         report("etl", last=live, next_due_at=NOW + HOUR),
     ]
     families = parse(prometheus(reports, NOW))
-    for name, _ in monitor.FAMILIES:
-        assert families[name].type == "gauge" and families[name].documentation
-    assert value(families, "cronwrap_last_run_timestamp_seconds", job="settle") == \
+    for name, kind, _ in monitor.FAMILIES:
+        if kind == monitor.GAUGE:
+            assert families[name].type == "gauge" and families[name].documentation
+    assert value(families, "cronwrap_last_run_timestamp_seconds", cronjob="settle") == \
         (NOW - HOUR).timestamp()
-    assert value(families, "cronwrap_last_success_timestamp_seconds", job="settle") == \
+    assert value(families, "cronwrap_last_success_timestamp_seconds", cronjob="settle") == \
         (NOW - HOUR).timestamp()
-    assert value(families, "cronwrap_last_run_duration_seconds", job="backup") == 4.5
-    assert value(families, "cronwrap_last_run_exit_code", job="backup") == 3
-    assert value(families, "cronwrap_runs", job="settle", status="succeeded") == 20
-    assert value(families, "cronwrap_runs", job="settle", status="timeout") == 0
-    assert value(families, "cronwrap_runs", job="backup", status="weird") == 4
-    assert value(families, "cronwrap_missed_slots", job="backup") == 1
-    assert value(families, "cronwrap_running", job="etl") == 1
-    assert value(families, "cronwrap_running", job="settle") == 0
-    assert value(families, "cronwrap_health", job="backup") == 2
-    assert value(families, "cronwrap_health", job="settle") == 0
-    assert value(families, "cronwrap_last_run_status", job="backup", status="failed") == 1
-    assert value(families, "cronwrap_next_due_timestamp_seconds", job="etl") == \
+    assert value(families, "cronwrap_last_run_duration_seconds", cronjob="backup") == 4.5
+    assert value(families, "cronwrap_last_run_exit_code", cronjob="backup") == 3
+    assert value(families, "cronwrap_runs_in_window", cronjob="settle", status="succeeded") == 20
+    assert value(families, "cronwrap_runs_in_window", cronjob="settle", status="timeout") == 0
+    assert value(families, "cronwrap_runs_in_window", cronjob="backup", status="weird") == 4
+    assert value(families, "cronwrap_missed_slots", cronjob="backup") == 1
+    assert value(families, "cronwrap_running", cronjob="etl") == 1
+    assert value(families, "cronwrap_running", cronjob="settle") == 0
+    assert value(families, "cronwrap_health", cronjob="backup") == 2
+    assert value(families, "cronwrap_health", cronjob="settle") == 0
+    assert value(families, "cronwrap_last_run_status", cronjob="backup", status="failed") == 1
+    assert value(families, "cronwrap_next_due_timestamp_seconds", cronjob="etl") == \
         (NOW + HOUR).timestamp()
 
 
@@ -235,7 +236,7 @@ def test_unknown_values_are_left_out_not_invented():
                                         last=run("new", "running", duration=None,
                                                  exit_code=None, lease=HOUR))], NOW))
     names_with_new = {name for name, f in families.items()
-                      if any(s.labels.get("job") == "new" for s in f.samples)}
+                      if any(s.labels.get("cronjob") == "new" for s in f.samples)}
     assert "cronwrap_last_success_timestamp_seconds" not in names_with_new
     assert "cronwrap_last_run_duration_seconds" not in names_with_new
     assert "cronwrap_last_run_exit_code" not in names_with_new
@@ -245,13 +246,13 @@ def test_unknown_values_are_left_out_not_invented():
 def test_label_values_are_escaped():
     nasty = 'a"b\\c\nd'
     families = parse(prometheus([report(nasty, last=run(nasty))], NOW))
-    assert value(families, "cronwrap_running", job=nasty) == 0
+    assert value(families, "cronwrap_running", cronjob=nasty) == 0
     assert '\\"' in prometheus([report(nasty, last=run(nasty))], NOW)
 
 
 def test_the_health_gauge_follows_the_report():
     families = parse(prometheus([report("w", health=WARNING)], NOW))
-    assert value(families, "cronwrap_health", job="w") == 1
+    assert value(families, "cronwrap_health", cronjob="w") == 1
 
 
 def test_no_reports_is_an_empty_exposition():
@@ -262,7 +263,7 @@ def test_no_reports_is_an_empty_exposition():
 def test_timestamps_keep_their_milliseconds():
     rep = report(last_success_at=NOW - timedelta(milliseconds=1500))
     families = parse(prometheus([rep], NOW))
-    got = value(families, "cronwrap_last_success_timestamp_seconds", job="settle")
+    got = value(families, "cronwrap_last_success_timestamp_seconds", cronjob="settle")
     assert math.isclose(got, NOW.timestamp() - 1.5)
 
 
@@ -368,3 +369,41 @@ def test_the_picture_styles_its_marks():
     marks = picture.lines[0]
     styles = {marks[start]: style for line, start, end, style in picture.spans if line == 0}
     assert styles["✓"] == "green" and styles["✗"] == "red"
+
+
+def test_no_series_has_a_job_label_which_prometheus_would_rename():
+    families = parse(prometheus([report("settle", last=run("settle"))], NOW))
+    labels = {key for f in families.values() for s in f.samples for key in s.labels}
+    assert "job" not in labels and "cronjob" in labels
+
+
+def test_counters_and_the_duration_histogram_come_from_the_ledger_s_tallies():
+    tally = RunTally("settle", {"succeeded": 3, "failed": 1, "weird": 2}, timed=5,
+                     duration_ms=90_061_500, buckets={1000: 1, 60_000: 2, 86_400_000: 1})
+    text = prometheus([report("settle"), report("new")], NOW, {"settle": tally})
+    assert "# TYPE cronwrap_runs_total counter" in text
+    assert "# TYPE cronwrap_run_duration_seconds histogram" in text
+    families = parse(text)
+    runs = families["cronwrap_runs"]  # the parser names a counter's family without _total
+    assert runs.type == "counter"
+    totals = {(s.labels["cronjob"], s.labels["status"]): s.value for s in runs.samples
+              if s.name == "cronwrap_runs_total"}
+    assert totals[("settle", "succeeded")] == 3 and totals[("settle", "failed")] == 1
+    assert totals[("settle", "weird")] == 2 and totals[("settle", "timeout")] == 0
+    assert {status for job, status in totals if job == "new"} == set(monitor.FINAL_STATUSES)
+    assert all(v == 0 for (job, _), v in totals.items() if job == "new")  # 0 before the first
+    histogram = families["cronwrap_run_duration_seconds"]
+    assert histogram.type == "histogram"
+    buckets = {s.labels["le"]: s.value for s in histogram.samples
+               if s.name.endswith("_bucket") and s.labels["cronjob"] == "settle"}
+    assert list(buckets) == [*(repr(b) for b in DURATION_BUCKETS), "+Inf"]
+    assert buckets["1.0"] == 1 and buckets["30.0"] == 1 and buckets["60.0"] == 3
+    assert buckets["43200.0"] == 3 and buckets["86400.0"] == 4 and buckets["+Inf"] == 5
+    sums = {s.name: s.value for s in histogram.samples if s.labels == {"cronjob": "settle"}}
+    assert sums == {"cronwrap_run_duration_seconds_sum": 90_061.5,
+                    "cronwrap_run_duration_seconds_count": 5}
+
+
+def test_the_duration_buckets_grow_from_a_second_to_a_day():
+    assert list(DURATION_BUCKETS) == sorted(set(DURATION_BUCKETS))
+    assert DURATION_BUCKETS[0] == 1 and DURATION_BUCKETS[-1] == 86400

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from cronwrap import commands, errors, stdio
 from cronwrap.admin import CRONTAB_MAX
+from cronwrap.model import DURATION_BUCKETS
 from cronwrap.process import supervise
 from cronwrap.read import monitoring as monitor, picture, serve
 from cronwrap.redact import deadline, redactor as redact
@@ -576,8 +577,20 @@ MONITORING: tuple[Block, ...] = (
     "perfdata has, per job, *NAME*`_duration`, *NAME*`_missed` and *NAME*`_since_success`. "
     "An invalid option or an unreadable ledger exits "
     f"{errors.EXIT_CRONWRAP}, as every command does, not {errors.CHECK_UNKNOWN}.",
-    "`status --format prometheus` prints the Prometheus text format, every family a gauge "
-    "with a `job` label: " + ", ".join(f"`{name}`" for name, _ in monitor.FAMILIES) + ". "
+    "`status --format prometheus` prints the Prometheus text format. Every series names "
+    f"its job with the label `{monitor.LABEL}`, never `job`, which Prometheus gives the scrape "
+    "target (a scraped `job` label becomes `exported_job`). Gauges: "
+    + ", ".join(f"`{name}`" for name, kind, _ in monitor.FAMILIES if kind == monitor.GAUGE)
+    + " (`cronwrap_runs_in_window` counts the runs in the `--since` window, by `status`, and "
+    f"goes down as they leave it). The counter `{monitor.RUNS_TOTAL}` (by `status`) counts "
+    "every end the ledger records for the job: each finished attempt (a retried slot counts "
+    "each attempt), skip and missed slot, counted by the ledger as it writes them, whichever "
+    "host and release writes them. Nothing takes from it (`prune`, a retry or a takeover "
+    "rewriting a row), so `increase()` and `rate()` hold over any range; every status is there "
+    "from 0; it counts from the first time a cronwrap of this release writes to the ledger. "
+    f"The histogram `{monitor.DURATION_HISTOGRAM}` has the duration of each attempt that ran, "
+    "counted the same way, in buckets (`le`, seconds) of "
+    + ", ".join(f"{b:g}" for b in DURATION_BUCKETS) + " and `+Inf`. "
     "`--textfile` *FILE* writes the same to *FILE* atomically (a temporary file in its "
     "directory, then a rename), mode "
     f"{monitor.TEXTFILE_MODE:04o}, for the node_exporter textfile collector; it refuses a "

@@ -1,8 +1,9 @@
 """Named SQL blocks, one file per dialect (procrastinate keeps its queries the same way).
 
-Blocks named ``migration_N`` (the numbered schema changes) and ``*_function`` (server-side
-functions the migrator re-creates after them) are scripts, kept as written; every other block
-is one statement."""
+Blocks named ``migration_N`` (the numbered schema changes), ``expansion_N`` (additions an
+older cronwrap of the same schema version need not know: the schema version stays) and
+``*_function`` (server-side functions the migrator re-creates after them) are scripts, kept
+as written; every other block is one statement."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def load(dialect: str) -> dict[str, str]:
     queries: dict[str, str] = {}
     for block in text.split("-- name: ")[1:]:
         name, _, body = block.partition("\n")
-        script = name.startswith("migration_") or name.strip().endswith(FUNCTION)
+        script = name.startswith(("migration_", "expansion_")) or name.strip().endswith(FUNCTION)
         queries[name.strip()] = body if script else body.strip().rstrip(";")
     return queries
 

@@ -17,7 +17,13 @@ CREATE TABLE IF NOT EXISTS cronwrap_meta (
 )
 
 -- name: schema_version
-SELECT value FROM cronwrap_meta WHERE key = 'schema_version'
+-- With the expansions applied (expansion_N), in the same round trip.
+SELECT value, (SELECT value FROM cronwrap_meta WHERE key = 'expansion') AS expansion
+FROM cronwrap_meta WHERE key = 'schema_version'
+
+-- name: set_expansion
+INSERT INTO cronwrap_meta (key, value) VALUES ('expansion', %(n)s)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value
 
 -- name: set_schema_version
 INSERT INTO cronwrap_meta (key, value) VALUES ('schema_version', %(version)s)
@@ -96,6 +102,67 @@ ALTER TABLE cronwrap_runs ADD COLUMN IF NOT EXISTS pid_ns bigint;
 -- succeeded one is: claiming its slot again is a duplicate unless forced). The version still
 -- moves, so that every ledger re-creates the function, and so that a cronwrap that knows only
 -- version 3, whose claim would retry a warning, refuses the ledger instead of running.
+
+-- name: expansion_1
+-- An expansion: tables and triggers a cronwrap of the same schema version that does not know
+-- them need not know (it writes runs as before, and the triggers count what it writes), so
+-- the schema version stays and the previous release keeps working beside this one. The
+-- expansions applied are in cronwrap_meta (key expansion), which only this kind of change uses.
+-- Counters for Prometheus (cronwrap_runs_total, cronwrap_run_duration_seconds): every end the
+-- ledger records (a row written or rewritten with a status other than running or pending: a
+-- finished attempt, a skip, a missed slot) is counted by a trigger as it is written, whichever
+-- cronwrap writes it, and nothing ever takes from the counts: prune deletes rows, a retry or a
+-- takeover rewrites one, the counts stay. cronwrap_duration_buckets holds the histogram's
+-- upper bounds in ms (model.DURATION_BUCKETS, written by the migrator): an end is counted
+-- under the smallest bound not below its duration, under none when it is longer than the
+-- largest.
+CREATE TABLE IF NOT EXISTS cronwrap_tallies (
+  job text NOT NULL,
+  status text NOT NULL,
+  runs bigint NOT NULL DEFAULT 0,
+  timed bigint NOT NULL DEFAULT 0,
+  duration_ms bigint NOT NULL DEFAULT 0,
+  PRIMARY KEY (job, status)
+);
+CREATE TABLE IF NOT EXISTS cronwrap_duration_buckets (le_ms bigint PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS cronwrap_duration_tallies (
+  job text NOT NULL,
+  le_ms bigint NOT NULL,
+  runs bigint NOT NULL DEFAULT 0,
+  PRIMARY KEY (job, le_ms)
+);
+CREATE OR REPLACE FUNCTION cronwrap_count_end() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO cronwrap_tallies AS t (job, status, runs, timed, duration_ms)
+  VALUES (NEW.job, NEW.status, 1, (NEW.duration_ms IS NOT NULL)::int,
+          coalesce(NEW.duration_ms, 0))
+  ON CONFLICT (job, status) DO UPDATE SET runs = t.runs + 1, timed = t.timed + excluded.timed,
+    duration_ms = t.duration_ms + excluded.duration_ms;
+  INSERT INTO cronwrap_duration_tallies AS d (job, le_ms, runs)
+  SELECT NEW.job, min(b.le_ms), 1 FROM cronwrap_duration_buckets b
+  WHERE b.le_ms >= NEW.duration_ms
+  HAVING min(b.le_ms) IS NOT NULL
+  ON CONFLICT (job, le_ms) DO UPDATE SET runs = d.runs + 1;
+  RETURN NULL;
+END
+$$;
+DROP TRIGGER IF EXISTS cronwrap_runs_end_inserted ON cronwrap_runs;
+CREATE TRIGGER cronwrap_runs_end_inserted AFTER INSERT ON cronwrap_runs FOR EACH ROW
+  WHEN (NEW.status NOT IN ('running', 'pending'))
+  EXECUTE FUNCTION cronwrap_count_end();
+DROP TRIGGER IF EXISTS cronwrap_runs_end_updated ON cronwrap_runs;
+CREATE TRIGGER cronwrap_runs_end_updated AFTER UPDATE OF status ON cronwrap_runs FOR EACH ROW
+  WHEN (NEW.status NOT IN ('running', 'pending') AND NEW.status IS DISTINCT FROM OLD.status)
+  EXECUTE FUNCTION cronwrap_count_end();
+
+-- name: duration_bucket
+INSERT INTO cronwrap_duration_buckets (le_ms) VALUES (%(le_ms)s) ON CONFLICT DO NOTHING
+
+-- name: tallies
+SELECT job, status, runs, timed, duration_ms FROM cronwrap_tallies
+
+-- name: duration_tallies
+SELECT job, le_ms, runs FROM cronwrap_duration_tallies
 
 -- name: claim_function
 -- The claim protocol (ARCHITECTURE.md §3) as one server-side function, so that a claim is one

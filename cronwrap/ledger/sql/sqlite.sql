@@ -54,6 +54,75 @@ CREATE INDEX IF NOT EXISTS runs_running ON runs (job, id) WHERE status = 'runnin
 ALTER TABLE runs ADD COLUMN boot_id TEXT;
 ALTER TABLE runs ADD COLUMN pid_ns INTEGER;
 
+-- name: expansion_1
+-- An expansion: tables and triggers a cronwrap of the same schema version that does not know
+-- them need not know (it writes runs as before, and the triggers count what it writes), so
+-- the schema version stays and the previous release keeps working beside this one. The
+-- expansions applied are in meta (key expansion), which only this kind of change uses.
+-- Counters for Prometheus (cronwrap_runs_total, cronwrap_run_duration_seconds): every end the
+-- ledger records (a row written or rewritten with a status other than running or pending: a
+-- finished attempt, a skip, a missed slot) is counted by a trigger as it is written, whichever
+-- cronwrap writes it, and nothing ever takes from the counts: prune deletes rows, a retry or a
+-- takeover rewrites one, the counts stay. duration_buckets holds the histogram's upper bounds
+-- in ms (model.DURATION_BUCKETS, written by the migrator): an end is counted under the
+-- smallest bound not below its duration, under none when it is longer than the largest.
+-- run_ends is a view nothing reads: inserting into it is the one body both triggers call.
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tallies (
+  job TEXT NOT NULL,
+  status TEXT NOT NULL,
+  runs INTEGER NOT NULL DEFAULT 0,
+  timed INTEGER NOT NULL DEFAULT 0,
+  duration_ms INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (job, status)
+);
+CREATE TABLE IF NOT EXISTS duration_buckets (le_ms INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS duration_tallies (
+  job TEXT NOT NULL,
+  le_ms INTEGER NOT NULL,
+  runs INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (job, le_ms)
+);
+CREATE VIEW IF NOT EXISTS run_ends AS SELECT job, status, duration_ms FROM runs WHERE 0;
+CREATE TRIGGER IF NOT EXISTS run_ends_counted INSTEAD OF INSERT ON run_ends
+BEGIN
+  INSERT INTO tallies (job, status, runs, timed, duration_ms)
+  VALUES (NEW.job, NEW.status, 1, NEW.duration_ms IS NOT NULL, coalesce(NEW.duration_ms, 0))
+  ON CONFLICT (job, status) DO UPDATE SET runs = runs + 1, timed = timed + excluded.timed,
+    duration_ms = duration_ms + excluded.duration_ms;
+  INSERT INTO duration_tallies (job, le_ms, runs)
+  SELECT NEW.job, le, 1
+  FROM (SELECT min(le_ms) AS le FROM duration_buckets WHERE le_ms >= NEW.duration_ms)
+  WHERE le IS NOT NULL
+  ON CONFLICT (job, le_ms) DO UPDATE SET runs = runs + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS runs_end_inserted AFTER INSERT ON runs
+WHEN NEW.status NOT IN ('running', 'pending')
+BEGIN
+  INSERT INTO run_ends VALUES (NEW.job, NEW.status, NEW.duration_ms);
+END;
+CREATE TRIGGER IF NOT EXISTS runs_end_updated AFTER UPDATE OF status ON runs
+WHEN NEW.status NOT IN ('running', 'pending') AND NEW.status IS NOT OLD.status
+BEGIN
+  INSERT INTO run_ends VALUES (NEW.job, NEW.status, NEW.duration_ms);
+END;
+
+-- name: expansion
+SELECT value FROM meta WHERE key = 'expansion'
+
+-- name: set_expansion
+INSERT INTO meta (key, value) VALUES ('expansion', :n)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value
+
+-- name: duration_bucket
+INSERT INTO duration_buckets (le_ms) VALUES (:le_ms) ON CONFLICT DO NOTHING
+
+-- name: tallies
+SELECT job, status, runs, timed, duration_ms FROM tallies
+
+-- name: duration_tallies
+SELECT job, le_ms, runs FROM duration_tallies
+
 -- name: upsert_job
 -- last_slot: the newest scheduled slot seen (catch-up planning and "late" count slots after it).
 -- settings: JSON of what prune must respect (the catch-up policy and window).
