@@ -293,8 +293,15 @@ def serve(listen: str, token_file: str | None, no_auth: bool, db: str | None) ->
     return server.serve(dashboard, address, made)
 
 
+def db_upgrade(db: str | None) -> int:
+    ledger = _ledger(db, upgrade=True)
+    ledger.close()
+    print("ledger upgraded")
+    return 0
+
+
 def db_init(db: str | None) -> int:
-    ledger = _ledger(db)
+    ledger = _ledger(db, upgrade=True)
     try:
         ledger.init_schema()
     finally:

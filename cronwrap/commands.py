@@ -209,8 +209,13 @@ COMMANDS: tuple[Command, ...] = (
                        "connect reads every job's output. Only on loopback addresses (checked "
                        "on the sockets bound), and every page says so."),
                 DB), "cronwrap.admin:serve"),
-    Command("db init", "Create or migrate the ledger schema (this also happens on first use).",
+    Command("db init", "Create the ledger schema, or bring it to this release's (an empty "
+            "database also gets one on first use); re-creates the ledger's functions.",
             (DB,), "cronwrap.admin:db_init"),
+    Command("db upgrade", "Apply this release's migrations to an existing ledger, once, before "
+            "the hosts are upgraded: run never migrates a PostgreSQL ledger, and wrappers of "
+            "older releases keep working on the upgraded schema.", (DB,),
+            "cronwrap.admin:db_upgrade"),
 )
 BY_NAME = {command.name: command for command in COMMANDS}
 

@@ -254,12 +254,14 @@ class PostgresLedger(SqlLedger):
 
     ``read_only``: for the commands that only read: an older or newer schema is read as it
     is (rows by column name), never migrated, so a monitoring role with SELECT rights only
-    works; only a database without any schema gets one. Otherwise an older schema is migrated
-    and a newer one refused when the ledger is opened (one short read), and the claim
-    function refuses a newer schema too (a host upgraded in the meantime)."""
+    works; only a database without any schema gets one. Otherwise a newer schema is refused
+    when the ledger is opened (one short read), and so is an older one, which only
+    ``upgrade`` (``db init``, ``db upgrade``) migrates; the claim function refuses a newer
+    schema too (a host upgraded in the meantime)."""
 
     def __init__(self, dsn: str, clock: Callable[[], float] | None = None,
-                 connect_timeout: float = 5, read_only: bool = False, wait: float = 0.0) -> None:
+                 connect_timeout: float = 5, read_only: bool = False, wait: float = 0.0,
+                 upgrade: bool = False) -> None:
         super().__init__(sql.load("postgres"))
         self.dsn = dsn
         self.clock = clock
@@ -271,8 +273,23 @@ class PostgresLedger(SqlLedger):
         self._tx_now: datetime | None = None
         self.conn = self._connect()
         found, self.expanded = self._current_version()
-        if found is None or not read_only:
-            self.migrate(found)
+        if found is None or upgrade:
+            self.migrate(found)  # an empty database gets its schema on first use
+        elif not read_only:
+            self.check_schema(found)
+
+    def check_schema(self, found: int) -> None:
+        """What a wrapper checks as it opens the ledger: a newer schema is refused, and one
+        that lacks this release's migrations or expansions is left as it is, for
+        ``cronwrap db upgrade`` to bring up: ``run`` never changes the schema of a shared
+        ledger, so that one upgraded host never changes it under the rest of the fleet."""
+        self.check_version(found, self.label)
+        if found < self.schema_version or self.expanded < self.expansion_level:
+            raise LedgerError(
+                f"ledger {self.label} lacks this release's schema changes (version {found}, "
+                f"expansion {self.expanded}; this cronwrap's: {self.schema_version}, "
+                f"{self.expansion_level}): run `cronwrap db upgrade` once, with this release; "
+                "the hosts still on the older release keep working on the upgraded ledger")
 
     # -- connection ----------------------------------------------------------------------
 

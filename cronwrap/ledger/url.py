@@ -14,14 +14,18 @@ ADMIN_DB_WAIT = 5.0  # status, history, … wait this long for a full or restart
 
 
 def open_ledger(url: str | None, dirs: Dirs, exiting: bool = False,
-                read_only: bool = False, wait: float = ADMIN_DB_WAIT) -> Ledger:
+                read_only: bool = False, wait: float = ADMIN_DB_WAIT,
+                upgrade: bool = False) -> Ledger:
     """exiting: the process exits right after (a cron firing): skip SQLite's close-time
     checkpoint. read_only: for commands that only read; nothing is created or migrated.
-    wait: seconds a full or restarting PostgreSQL server is waited for (--db-wait)."""
+    wait: seconds a full or restarting PostgreSQL server is waited for (--db-wait).
+    upgrade: apply this release's migrations to an existing PostgreSQL ledger (``db init``,
+    ``db upgrade``); without it only an empty database gets a schema. A SQLite ledger is one
+    host's: it is migrated on first use."""
     if url and not url.startswith("sqlite:///"):
         from cronwrap.ledger.postgres import PostgresLedger  # psycopg only for PostgreSQL
 
-        return PostgresLedger(url, read_only=read_only, wait=wait)
+        return PostgresLedger(url, read_only=read_only, wait=wait, upgrade=upgrade)
     from cronwrap.ledger.sqlite import SqliteLedger
 
     if url:

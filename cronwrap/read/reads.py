@@ -40,11 +40,11 @@ def job_name(name: str) -> str:
     return spec.job_name(name, "NAME")
 
 
-def ledger(db: str | None, read_only: bool = False) -> base.Ledger:
+def ledger(db: str | None, read_only: bool = False, upgrade: bool = False) -> base.Ledger:
     """The ledger the command names (``ledger_url``), opened. read_only: status, history and
-    logs read a ledger on a read-only or full disk."""
-
-    return open_ledger(ledger_url(db), resolve_dirs(os.environ), read_only=read_only)
+    logs read a ledger on a read-only or full disk. upgrade: ``db init``, ``db upgrade``."""
+    return open_ledger(ledger_url(db), resolve_dirs(os.environ), read_only=read_only,
+                       upgrade=upgrade)
 
 
 def ledger_url(db: str | None) -> str | None:

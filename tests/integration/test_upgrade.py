@@ -168,7 +168,8 @@ def runs_total(cw: CW, db: str) -> dict[tuple[str, str], float]:
 def test_an_old_ledger_counts_from_this_release_s_first_write_never_from_a_read(
         backend, cw, tmp_path, request):
     """Release 0.1.0's runs are not counted (the counters start at 0 when expansion 1 is
-    applied), a read applies nothing, and the first run of this release counts."""
+    applied), a read applies nothing, and the first run of this release counts (on
+    PostgreSQL, once ``db upgrade`` applied the expansion: run never does)."""
     if backend == "sqlite":
         file, db = sqlite_copy(tmp_path)
     else:
@@ -182,6 +183,8 @@ def test_an_old_ledger_counts_from_this_release_s_first_write_never_from_a_read(
         finally:
             conn.close()
         assert "meta" not in tables and "tallies" not in tables  # the read added nothing
+    else:
+        cw("db", "upgrade", "--db", db, check_rc=0)
     cw("run", "--db", db, "-n", "counted", "--", "true", check_rc=0)
     assert runs_total(cw, db) == {("counted", "succeeded"): 1}
 
@@ -218,11 +221,22 @@ def snapshot(dsn: str) -> dict[str, list]:
 
 
 @pytest.mark.postgres
-def test_a_postgres_ledger_of_release_0_1_0_reads_as_it_was_and_migrates_on_run(cw, pg_dsn):
+def test_a_postgres_ledger_of_release_0_1_0_is_migrated_by_db_upgrade_never_by_run(cw, pg_dsn,
+                                                                                   tmp_path):
+    """Issue 22 §4: run never changes a shared ledger's schema (one upgraded host must not
+    change it under the rest of the fleet): it refuses, with one line naming `db upgrade`,
+    and runs nothing; `db upgrade` migrates, and run works from then on."""
     restore(pg_dsn)
     check_status(cw, pg_dsn, "postgres")
     check_old_runs(cw, pg_dsn, "postgres")
     assert schema_version(pg_dsn) == 1  # the read commands migrate nothing
+    marker = tmp_path / "ran"
+    proc = cw("run", "--db", pg_dsn, "-n", "fresh", "--", "touch", str(marker))
+    assert proc.returncode == 125 and not marker.exists(), proc.stderr
+    assert b"run `cronwrap db upgrade` once" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert schema_version(pg_dsn) == 1
+    assert cw("db", "upgrade", "--db", pg_dsn, check_rc=0).stdout == b"ledger upgraded\n"
     run_new_jobs(cw, pg_dsn)
     assert schema_version(pg_dsn) == newest("postgres")
     check_new_runs(cw, pg_dsn, "postgres")
@@ -413,6 +427,7 @@ def test_this_code_claims_renews_and_finishes_on_a_ledger_the_previous_release_m
     db = request.getfixturevalue("pg_dsn") if backend == "postgres" else \
         f"sqlite://{tmp_path / 'ledger.db'}"
     old("db", "init", "--db", db, check_rc=0)
+    new("db", "upgrade", "--db", db, check_rc=0)  # the fleet's upgrade starts with the ledger
     take_turns(new, old, db, tmp_path)
 
 
@@ -432,3 +447,31 @@ def test_db_init_creates_the_claim_function_again_on_a_current_schema(cw, pg_dsn
     assert marker.exists()
     assert cw.json("history", "repair", "--json", "--db", pg_dsn)[0]["status"] == "succeeded"
     cw("prune", "--older-than", "1s", "--db", pg_dsn, check_rc=0)  # cronwrap_settings is back
+
+
+@pytest.mark.postgres
+def test_the_previous_release_and_this_one_race_on_an_upgraded_ledger_one_run_per_slot(
+        previous, tmp_path, pg_dsn):
+    """Issue 22 §4, a rolling upgrade: the ledger upgraded by this release's `db upgrade`,
+    hosts of both releases (a CRONWRAP_HOME each) fire the same slots at once: every slot
+    runs exactly once, whoever wins it, and nothing fails."""
+    hosts = [CW(tmp_path / f"new{i}") for i in range(3)] + \
+        [Previous(tmp_path / f"old{i}", previous) for i in range(3)]
+    hosts[3]("db", "init", "--db", pg_dsn, check_rc=0)  # made by the previous release
+    hosts[0]("db", "upgrade", "--db", pg_dsn, check_rc=0)
+    ran = tmp_path / "ran"
+    dates = [f"2026-03-{day:02d}" for day in range(1, 7)]
+    for date in dates:
+        racing = [cw.popen("run", "--db", pg_dsn, *COMPAT_JOB, "--date", date, "--", "sh", "-c",
+                           f'echo "$CRONWRAP_RUN_KEY" >> {ran}; sleep 0.3') for cw in hosts]
+        for proc in racing:
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err.decode()
+    assert sorted(ran.read_text().split()) == dates
+    ledger = ledger_of(pg_dsn)
+    try:
+        runs = ledger.runs("compat", 20)
+    finally:
+        ledger.close()
+    assert sorted((r.run_key, r.status, r.attempt) for r in runs) == [
+        (date, Status.SUCCEEDED, 1) for date in dates]
