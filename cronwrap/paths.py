@@ -39,7 +39,6 @@ def file_name(job: str) -> str:
     """The job's name as one safe path component: itself when it is ``[A-Za-z0-9][A-Za-z0-9._-]*``
     (the common case, readable in ``ls``), otherwise ``%`` + its percent-encoded UTF-8 — a form
     no plain name can take, with no ``/``, and never ``.`` or ``..``."""
-
     if valid_name(job):
         return job
     from urllib.parse import quote

@@ -17,7 +17,6 @@ RUN_USAGE = "usage: cronwrap run [OPTIONS] [--] COMMAND [ARG…]"
 def with_config(given: dict[str, str | bool], command: list[str]
                 ) -> tuple[dict[str, str | bool], dict[str, str] | None]:
     """Command line > environment > [jobs.NAME] > [defaults] > built-in (ARCHITECTURE.md §8)."""
-
     path = config.find_config(os.environ)
     if path is None:
         return given, None
@@ -28,7 +27,6 @@ def with_config(given: dict[str, str | bool], command: list[str]
 
 def parse_run_args(args: list[str]) -> tuple[dict[str, str | bool] | None, list[str]]:
     """Options up to ``--`` or the first word that is not an option (as GNU timeout)."""
-
     given: dict[str, str | bool] = {}
     i = 0
     while i < len(args):

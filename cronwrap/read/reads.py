@@ -49,7 +49,6 @@ def ledger(db: str | None, read_only: bool = False, upgrade: bool = False) -> ba
 
 def ledger_url(db: str | None) -> str | None:
     """--db, else CRONWRAP_DB, else the config file's db, checked; None: the embedded one."""
-
     url, label = db, "--db"
     if not url and os.environ.get("CRONWRAP_DB"):
         url, label = os.environ["CRONWRAP_DB"], "CRONWRAP_DB"
@@ -60,7 +59,6 @@ def ledger_url(db: str | None) -> str | None:
 
 def config() -> Config | None:
     """The config file this host's jobs read, loaded (None when there is none)."""
-
     path = files.find_config(os.environ)
     return None if path is None else files.load_config(path)
 
@@ -78,7 +76,6 @@ def log_dirs(name: str) -> list[Path]:
     """The log directories the operator configured here, where ``logs`` may read captured
     output: CRONWRAP_LOG_DIR, log-dir of the config file's [jobs.NAME] and [defaults], and
     the default. Never a path the ledger names: a shared ledger's writer chooses those."""
-
     option = spec.BY_LONG["log-dir"]
     env = os.environ.get(option.env)
     found = [spec.absolute_path(env, option.env)] if env else []

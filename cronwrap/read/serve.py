@@ -117,7 +117,6 @@ def is_loopback(host: str) -> bool:
 
 def read_token(path: str) -> str:
     """The token in ``path``: a regular file of yours, not a symlink, readable by you alone."""
-
     file = Path(path)
     try:
         fd = open_private(file, os.O_RDONLY)
@@ -199,7 +198,6 @@ def keep_token(token: str, listen: Listen, port: int,
     """A token made at start, kept for its user (to paste, or for curl) in STATE/serve/
     HOST-PORT.token: a private directory (0700, yours), a new file (0600, O_EXCL and
     O_NOFOLLOW: never through a link) renamed into place."""
-
     try:
         directory = ensure_private_dir(resolve_dirs(environ).state / "serve")
         path = directory / file_name(f"{listen.host}-{port}.token")
@@ -572,7 +570,6 @@ def fingerprint(s: JobSummary) -> tuple[object, ...]:
 def explain(rep: JobReport | None, now: datetime) -> tuple[Explanation | None, str]:
     """``explain``'s next fire times and notes for the job's recorded schedule, and the
     schedule in words; (None, "") when there is none or this version cannot read it."""
-
     s = None if rep is None else rep.summary
     if s is None or not s.schedule:
         return None, ""
@@ -586,7 +583,6 @@ def explain(rep: JobReport | None, now: datetime) -> tuple[Explanation | None, s
 
 def run_events(run: Run, log_dirs: list[Path]) -> list[dict[str, object]]:
     """The run's events in this host's run logs (the log directories ``logs`` reads)."""
-
     found: list[dict[str, object]] = []
     for directory in log_dirs:
         try:
@@ -601,7 +597,6 @@ def run_events(run: Run, log_dirs: list[Path]) -> list[dict[str, object]]:
 def captured_output(run: Run, log_dirs: list[Path]) -> tuple[str | None, str]:
     """The end of the run's output file (read as ``logs`` reads it: below a trusted log
     directory, no symlink), else the ledger's tail of it."""
-
     relative = output_path(Path(), run.job, run.run_id, run.attempt)
     for directory in log_dirs:
         try:

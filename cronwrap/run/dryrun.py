@@ -66,7 +66,6 @@ def header(inv: Invocation, timing: Timing) -> str:
 
 def lock_lines(inv: Invocation) -> list[str]:
     """The local lock, looked at without taking it: a real firing skips while it is held."""
-
     spec = inv.spec
     if spec.lock == "none" or spec.overlap == "allow":
         return []

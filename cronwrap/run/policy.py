@@ -69,7 +69,6 @@ def retry_delay(spec: JobSpec, status: str, exit_code: int | None, duration_ms: 
     PAST_NEXT_SLOT, the next firing is the better retry; PAST_INTERVAL for a ``manual`` run.
     ``attempt``: the ledger's attempt number of the run that ended; ``first``: the one this
     invocation began with."""
-
     if spec.retries == 0 or not retry.should_retry(status, exit_code, spec.retry_on, attempt,
                                                    spec.retries, spec.max_attempts,
                                                    first_attempt=first):

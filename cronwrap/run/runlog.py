@@ -260,7 +260,6 @@ class OutputCapture:
     def _redacted_tail(self) -> bytes:
         """The kept tail, redacted with what came before it as context: the ring's older
         bytes, or the head's end when nothing was left out between them."""
-
         assert self.redactor is not None
         ring = bytes(self.tail)
         kept = ring[-TAIL_LIMIT:]
