@@ -461,7 +461,11 @@ HOOKS: tuple[Block, ...] = (
     "`warning` is done and pings *URL*`/0`, since a ping service knows no warning), POSTing "
     f"the output tail (the last {size_text(runlog.ERROR_TAIL)}). A query string "
     "(`?create=1`) is kept; `user:password@` becomes a Basic authorization header and is "
-    f"never logged. Each ping has a {PING_TIMEOUT} timeout and {PING_RETRIES} retries on "
+    "never logged. Every ping carries the run's ID as `rid=`*UUID* (a new UUID for each run, "
+    "the same on all of its pings, retries included), so healthchecks.io pairs each start "
+    "with its own end when runs overlap; once the server answers with a `Ping-Body-Limit` "
+    "header, later pings POST at most that many bytes of the tail. "
+    f"Each ping has a {PING_TIMEOUT} timeout and {PING_RETRIES} retries on "
     "connection errors, timeouts and 5xx answers, in a thread of its own; before exiting "
     f"cronwrap waits at most {PING_WAIT} in all for pings still in flight, then gives up and "
     "logs `ping_failed`. A skip pings nothing.",
