@@ -281,9 +281,11 @@ def _warn_wrapped_errors(text: str, result: str, name: str, is_system: bool) -> 
 
 def _lint_findings(text: str, is_system: bool) -> list[Finding]:
     from cronwrap import crontab, schedule as sched
+    from cronwrap.crontab.daemon import cron_daemon
 
     _, host = sched.resolve_zone(None, {}, sched.system_zone_name())  # UTC if unreadable, as for run
-    return crontab.lint(text, system=is_system, system_zone=host, now=_now())
+    return crontab.lint(text, system=is_system, system_zone=host, now=_now(),
+                        daemon=cron_daemon(os.environ))
 
 
 def lint(file: str, system: bool | None) -> int:

@@ -113,3 +113,24 @@ def test_wrap_warns_on_each_wrapped_line_lint_reports_an_error_for(cw, tmp_path)
     assert "E005" in warnings[0]
     clean = cw("wrap", "-", input=b"0 3 * * * /usr/local/bin/settle.sh\n", check_rc=0)
     assert clean.stderr == b""
+
+
+def test_lint_warns_on_cron_tz_where_the_cron_daemon_ignores_it(cw, tmp_path):
+    crontab = tmp_path / "crontab"
+    crontab.write_text("MAILTO=ops@example.com\nCRON_TZ=Asia/Kolkata\n"
+                       "0 2 * * * /usr/local/bin/settle.sh\n")
+    from cronwrap.schedule import system_zone_name
+
+    if (system_zone_name() or "UTC") == "Asia/Kolkata":
+        pytest.skip("the system zone is CRON_TZ's: nothing to warn about")
+    debian = cw("lint", str(crontab), env={"CRONWRAP_CRON_DAEMON": "debian"}, check_rc=0)
+    said = debian.stdout.decode()
+    assert f"{crontab}:2:1: warning: W012 CRON_TZ=Asia/Kolkata is ignored by this host's cron " \
+           "(Debian's cron; CRONWRAP_CRON_DAEMON=debian)" in said
+    assert "I002" not in said and "as cron does" not in said
+    cronie = cw("lint", str(crontab), env={"CRONWRAP_CRON_DAEMON": "cronie"}, check_rc=0)
+    assert "W012" not in cronie.stdout.decode()
+    assert "I002" in cronie.stdout.decode() and "cronie honours CRON_TZ" in cronie.stdout.decode()
+    bad = cw("lint", str(crontab), env={"CRONWRAP_CRON_DAEMON": "vixie"})
+    assert bad.returncode == 125 and bad.stdout == b""
+    assert bad.stderr.decode().count("\n") == 1 and "one of: debian, cronie" in bad.stderr.decode()

@@ -341,7 +341,11 @@ SLOTS: tuple[Block, ...] = (
     "in the run log (`warning`), and falls back to the most recent slot, with trigger "
     "`catchup`, whatever `--catchup` says; only when that slot is older than "
     "`--catchup-window` is it recorded `skipped` (`too_late`) instead. `cronwrap explain` "
-    "prints when a schedule fires on this host's clock.",
+    "prints when a schedule fires on this host's clock. Debian's and Ubuntu's cron ignores "
+    "`CRON_TZ` (it fires every line in the system zone; cronie honours it): when `CRON_TZ` "
+    "gave `--schedule` its zone and the firing is on time for *EXPR* read in the system zone, "
+    "the warning names `CRON_TZ` as the likely cause instead of the host's clock, and "
+    "`cronwrap lint` warns on such a `CRON_TZ` line (`W012`, see `CRONWRAP_CRON_DAEMON`).",
     "Time zones follow cronie's cron.c. A fixed-time job (neither the minute nor the hour "
     "field starts with `*`) whose time a spring-forward skips runs once, right after the jump; "
     "one whose time a fall-back repeats runs once, at the first occurrence. A wildcard job "
