@@ -509,7 +509,7 @@ def _check_zone(facts: _Facts, state: _LintState) -> Iterable[Finding]:
     else:
         said = f"the schedule is read in {facts.zone}, not in the system zone {state.system_zone}"
     fix = None if daemon is None else \
-        f"nothing to fix if that is meant; {daemon.label} honours CRON_TZ, and cronwrap reads it so"
+        f"nothing to fix if that is meant: {daemon.label} honours CRON_TZ, as cronwrap does"
     yield _finding("I002", facts.job.number, facts.job.fields[0].column, said, fix)
 
 
