@@ -31,6 +31,7 @@ from cronwrap.read.reads import config as _config, ledger as _ledger, ledger_url
 from cronwrap.read.reads import log_dirs as _log_dirs, now as _now
 
 if TYPE_CHECKING:
+    from cronwrap.crontab.lint import Finding
     from cronwrap.process.locks import Holder, LockState
 
 
@@ -221,12 +222,23 @@ def _is_system(file: str, system: bool | None) -> bool:
 
 
 def _cronwrap_path(given: str | None) -> str:
+    """The cronwrap that wrap writes into each line: ``--cronwrap``, else this very program
+    by the path it was started with, made absolute (a virtualenv's cronwrap run by its full
+    path need not be on PATH, nor on cron's; a symlink such as pipx's ~/.local/bin/cronwrap is
+    kept, so the lines survive an upgrade), else the cronwrap beside this Python (``python -m
+    cronwrap`` in a virtualenv), else the one on PATH."""
     import shutil
 
     if given:
         return given
-    found = shutil.which("cronwrap")
-    return os.path.abspath(found) if found else "/usr/local/bin/cronwrap"
+    beside = os.path.join(os.path.dirname(sys.executable), "cronwrap")
+    for candidate in (sys.argv[0], beside, shutil.which("cronwrap") or ""):
+        if os.path.basename(candidate) == "cronwrap" and os.path.isfile(candidate) and \
+                os.access(candidate, os.X_OK):
+            return os.path.abspath(candidate)
+    raise UsageError("wrap: cannot tell where the cronwrap program is (not started as "
+                     "cronwrap, none beside this Python or on PATH): give its absolute path "
+                     "with --cronwrap PATH")
 
 
 def wrap(file: str, show_diff: bool, undo: bool, cronwrap_path: str | None,
@@ -248,17 +260,39 @@ def wrap(file: str, show_diff: bool, undo: bool, cronwrap_path: str | None,
     else:
         result = crontab.wrap(text, cronwrap=_cronwrap_path(cronwrap_path), extra_args=extra,
                               system=is_system)
+        _warn_wrapped_errors(text, result, name, is_system)
     shown = name.lstrip("/")  # diff headers read a/etc/crontab, not a//etc/crontab
     write_utf8(crontab.diff(text, result, filename=shown) if show_diff else result)
     return 0
 
 
-def lint(file: str, system: bool | None) -> int:
+def _warn_wrapped_errors(text: str, result: str, name: str, is_system: bool) -> None:
+    """One warning on stderr for each error lint reports on a line wrap wrapped: cronwrap
+    cannot fix it (an unescaped %, a sixth field), and the wrapped line keeps it."""
+    from cronwrap import crontab
+
+    wrapped = {number for number, (before, after) in
+               enumerate(zip(text.split("\n"), result.split("\n")), 1) if before != after}
+    for finding in _lint_findings(text, is_system):
+        if finding.severity == "error" and finding.line in wrapped:
+            warn(f"wrap: line {finding.line} is wrapped, but lint reports an error on it: "
+                 f"{crontab.format_finding(finding, name)}")
+
+
+def _lint_findings(text: str, is_system: bool) -> list[Finding]:
     from cronwrap import crontab, schedule as sched
+    from cronwrap.crontab.daemon import cron_daemon
+
+    _, host = sched.resolve_zone(None, {}, sched.system_zone_name())  # UTC if unreadable, as for run
+    return crontab.lint(text, system=is_system, system_zone=host, now=_now(),
+                        daemon=cron_daemon(os.environ))
+
+
+def lint(file: str, system: bool | None) -> int:
+    from cronwrap import crontab
 
     text, name = _read_crontab(file)
-    _, host = sched.resolve_zone(None, {}, sched.system_zone_name())  # UTC if unreadable, as for run
-    findings = crontab.lint(text, system=_is_system(file, system), system_zone=host, now=_now())
+    findings = _lint_findings(text, _is_system(file, system))
     for finding in findings:
         print(crontab.format_finding(finding, name))
     return 1 if crontab.has_errors(findings) else 0

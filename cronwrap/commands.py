@@ -170,14 +170,15 @@ COMMANDS: tuple[Command, ...] = (
                        '"warnings"}.'),
             ), "cronwrap.read.reads:explain", lean=True),
     Command("wrap", "Print a crontab with every job prefixed by cronwrap run (options after -- "
-            "are added to each).", (
+            "are added to each); warn on stderr for each line it wraps that lint reports an "
+            "error for.", (
                 CRONTAB,
                 option("--diff", "show_diff", None, "Print a unified diff instead of the new "
                        "crontab."),
                 option("--unwrap", "undo", None, "Restore the lines wrap wrote to their "
                        "original text."),
                 option("--cronwrap", "cronwrap_path", "PATH", "Path of cronwrap in the lines "
-                       "(default: this one's)."),
+                       "(default: this one's, by the absolute path it was started with)."),
                 SYSTEM), "cronwrap.admin:wrap", rest="extra"),
     Command("lint", "Report a crontab's classic mistakes, one line each; exit 1 when there "
             "are errors.", (CRONTAB, SYSTEM), "cronwrap.admin:lint"),

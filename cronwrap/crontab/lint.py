@@ -25,6 +25,7 @@ from cronwrap.crontab.entries import (
     parse,
     with_env,
 )
+from cronwrap.crontab.daemon import CronDaemon
 from cronwrap.crontab.names import derive_name
 from cronwrap.crontab.shell import (
     ASSIGNMENT,
@@ -132,12 +133,20 @@ LINT_CODES: dict[str, LintCode] = {
         "starts is ended as a leftover when the command exits.",
         "unwrap the line (cronwrap wrap --unwrap), or add --leave-orphans to its cronwrap run "
         "options"),
+    "W012": LintCode(
+        "warning", "`CRON_TZ` on a host whose cron ignores it (Debian's and Ubuntu's `cron`): "
+        "cron fires the lines below at their times in the system zone, cronwrap reads their "
+        "`--schedule` in `CRON_TZ`.",
+        "remove CRON_TZ and give the times in the system zone, or run cronie, which honours "
+        "CRON_TZ"),
     "I001": LintCode(
         "info", "A day field starting with `*` makes cron require both day fields to match "
         "(AND).", "make sure both must match; write the days without '*' for OR"),
     "I002": LintCode(
         "info", "`CRON_TZ` differs from the system zone: what the times are on this host's "
-        "clock.", "nothing to fix if that is meant; cronwrap reads CRON_TZ as cron does"),
+        "clock (not reported where cron ignores `CRON_TZ`: W012).",
+        "nothing to fix if that is meant and this host's cron honours CRON_TZ (cronie does, "
+        "Debian's cron does not: set CRONWRAP_CRON_DAEMON if lint cannot tell)"),
 }
 
 _DEFAULT_PATH = "/usr/bin:/bin"  # cron's PATH when the crontab sets none (cronie, Debian)
@@ -188,6 +197,7 @@ def format_finding(finding: Finding, filename: str) -> str:
 class _LintState:
     system_zone: str
     now: datetime
+    daemon: CronDaemon | None = None  # None: cronwrap cannot tell which cron runs the file
     seen: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
 
 
@@ -205,17 +215,20 @@ class _Facts:
 
 
 def lint(
-    text: str, *, system: bool = False, system_zone: str, now: datetime
+    text: str, *, system: bool = False, system_zone: str, now: datetime,
+    daemon: CronDaemon | None = None,
 ) -> list[Finding]:
     """The classic crontab mistakes in ``text``, in line order; never raises on any text.
 
     ``system_zone`` is the host's zone name (``UTC``, ``Europe/Berlin``); ``now`` starts the
-    one-year window searched for DST transitions (a naive ``now`` is taken as UTC). The codes
-    are those of ``LINT_CODES``.
+    one-year window searched for DST transitions (a naive ``now`` is taken as UTC);
+    ``daemon`` the cron that runs the file (None: unknown), which decides what ``CRON_TZ``
+    does. The codes are those of ``LINT_CODES``.
     """
     if find_zone(system_zone) is None:
         raise UsageError(f"system zone {system_zone!r} is not a known time zone (e.g. UTC)")
-    state = _LintState(system_zone, now if now.tzinfo else now.replace(tzinfo=timezone.utc))
+    state = _LintState(system_zone, now if now.tzinfo else now.replace(tzinfo=timezone.utc),
+                       daemon)
     entries = parse(text, system=system)
     findings: list[Finding] = []
     for entry, env in with_env(entries):
@@ -273,6 +286,16 @@ def _check_env(entry: EnvAssignment, env: dict[str, str], state: _LintState) -> 
                          f"system zone ({state.system_zone}), but cronwrap reads their "
                          f"--schedule in {zone}, so its slots would not match the firings",
                          f"add CRON_TZ={zone} if the times are meant in {zone}, else remove TZ")]
+    daemon = state.daemon
+    if entry.name == "CRON_TZ" and zone != state.system_zone and daemon is not None and \
+            not daemon.honours_cron_tz:
+        return [_finding("W012", entry.number, 1,
+                         f"CRON_TZ={zone} is ignored by this host's cron ({daemon.label}; "
+                         f"{daemon.evidence}): it fires the lines below at their times in the "
+                         f"system zone ({state.system_zone}), but cronwrap reads their "
+                         f"--schedule in {zone}, so its slots would not match the firings",
+                         f"remove CRON_TZ and give the times in {state.system_zone}, or run "
+                         "cronie, which honours CRON_TZ")]
     return []
 
 
@@ -473,6 +496,9 @@ def _dst_finding(facts: _Facts, schedule: Schedule, note: DstNote) -> Finding:
 def _check_zone(facts: _Facts, state: _LintState) -> Iterable[Finding]:
     if facts.zone_source != "CRON_TZ" or facts.schedule is None or facts.zone is None:
         return
+    daemon = state.daemon
+    if daemon is not None and not daemon.honours_cron_tz:
+        return  # W012 on the CRON_TZ line says what happens instead
     clock = host_clock(facts.schedule, state.system_zone, state.now)
     if clock is None:
         return
@@ -482,7 +508,9 @@ def _check_zone(facts: _Facts, state: _LintState) -> Iterable[Finding]:
         said = f"{clock.first:%H:%M} {facts.zone} is {clock.on_host:%H:%M} {clock.host} here{day}"
     else:
         said = f"the schedule is read in {facts.zone}, not in the system zone {state.system_zone}"
-    yield _finding("I002", facts.job.number, facts.job.fields[0].column, said)
+    fix = None if daemon is None else \
+        f"nothing to fix if that is meant: {daemon.label} honours CRON_TZ, as cronwrap does"
+    yield _finding("I002", facts.job.number, facts.job.fields[0].column, said, fix)
 
 
 _JOB_CHECKS: tuple[Callable[[_Facts, _LintState], Iterable[Finding]], ...] = (

@@ -520,7 +520,16 @@ def pipe(nonblock: bool = False) -> tuple[int, int]:
 def fork(run: Callable[[], int]) -> int:
     """Call ``run`` in a child process, which exits with what it returns (125 if it raises:
     it never returns into its parent's frames, nor flushes its parent's buffers). The child's
-    PID."""
+    PID.
+
+    What the child imports is imported here first: a module that another thread of this
+    process (a ping's) is importing at the fork stays locked in the child for ever, since a
+    fork copies the module's import lock but not the thread that would release it. The keeper
+    imports subprocess (to spawn the job) and ctypes (prctl); in the parent they cost what they
+    would have cost the child, before the job starts either way."""
+    import ctypes  # noqa: F401  (see above)
+    import subprocess  # noqa: F401
+
     pid = os.fork()
     if pid == 0:
         status = 125

@@ -69,7 +69,7 @@ def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
     inv.event(Event.START, run=run, fence=run.fence, took_over=claim.took_over,
               recorded=ledger is not None)
     if inv.pinger is not None:
-        inv.pinger.start()
+        inv.pinger.start(run.run_key)
     passthrough = Passthrough() if spec.output == "passthrough" else None
     supervisor = inv.world.supervisor(
         SuperviseSpec(argv=spec.command, env=env, timeout=spec.timeout,

@@ -36,6 +36,7 @@ from cronwrap.schedule import (
     DEFAULT_TOLERANCE,
     Frozen,
     Schedule,
+    find_zone,
     parse_date,
     parse_timestamp,
     run_key,
@@ -87,6 +88,7 @@ def plan_firing(
     max_catchup: int,
     tolerance: timedelta = DEFAULT_TOLERANCE,
     abandoned: dict[str, datetime] | None = None,
+    cron_tz_ignored_in: str | None = None,
 ) -> Plan:
     """Plan one scheduled firing at ``now``.
 
@@ -96,6 +98,9 @@ def plan_firing(
     old is still inside it); ``abandoned`` the slots whose run was abandoned (its runner
     died), by run key: each one inside the window and before this firing's slot is run again
     (trigger ``takeover``) whatever ``policy`` says, which is about slots that never started.
+    ``cron_tz_ignored_in``: the system zone, when ``CRON_TZ`` gave the schedule its zone; a
+    firing off the schedule but on time for it in that zone is named as cron ignoring
+    ``CRON_TZ``.
     """
     window = _check(policy, window, max_catchup)
     warnings: list[str] = []
@@ -103,7 +108,8 @@ def plan_firing(
     trigger = Trigger.SCHEDULE
     if slot is None:
         slot, trigger = schedule.prev_at_or_before(now), Trigger.CATCHUP
-        warnings.append(_off_slot_warning(schedule, now, slot, skew, tolerance))
+        warnings.append(_off_slot_warning(schedule, now, slot, skew, tolerance,
+                                          cron_tz_ignored_in))
     key = run_key(slot, key_template)
     runs: list[SlotRun] = []
     marks: list[Mark] = []
@@ -148,14 +154,32 @@ def _too_late(now: datetime, slot: datetime, window: float) -> bool:
 
 
 def _off_slot_warning(schedule: Schedule, now: datetime, slot: datetime, skew: float,
-                      tolerance: timedelta) -> str:
+                      tolerance: timedelta, cron_tz_ignored_in: str | None) -> str:
     direction = "after" if skew >= 0 else "before"
+    cause = "check this host's clock, the crontab line and --tz"
+    host = cron_tz_ignored_in
+    if host is not None and _on_time_in(schedule, host, now, tolerance):
+        # The offset is the zones' difference: cron fired the line's times in the system zone.
+        cause = (f"it is on time for {schedule.expr!r} in the system zone {host}, so this "
+                 f"host's cron most likely ignores CRON_TZ={schedule.zone_name} (Debian's "
+                 f"cron does, and fires every line in the system zone): remove CRON_TZ and "
+                 f"give the times in {host}, or pass --tz {host}")
     return (
         f"this firing at {now.isoformat()} is {format_duration(abs(skew))} {direction} the"
         f" nearest fire time of {schedule.expr!r} in {schedule.zone_name}, outside the"
-        f" {format_duration(tolerance.total_seconds())} tolerance: check this host's clock,"
-        f" the crontab line and --tz; using the most recent slot, {slot.isoformat()}"
+        f" {format_duration(tolerance.total_seconds())} tolerance: {cause}; using the most"
+        f" recent slot, {slot.isoformat()}"
     )
+
+
+def _on_time_in(schedule: Schedule, zone_name: str, now: datetime,
+                tolerance: timedelta) -> bool:
+    """A firing at ``now`` is on a slot of ``schedule``'s expression read in ``zone_name``."""
+    zone = find_zone(zone_name)
+    if zone is None:
+        return False
+    return Schedule.parse(schedule.expr, zone, zone_name).slot_for_firing(now, tolerance)[0] \
+        is not None
 
 
 def _plan_backlog(schedule: Schedule, now: datetime, slot: datetime, key: str,

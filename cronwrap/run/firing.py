@@ -21,12 +21,15 @@ if TYPE_CHECKING:
 class Timing(Record):
     """The job's schedule resolved: the Schedule (None without one), its zone's name and its
     run key template, from --schedule/--tz/--key or, for a manual run without --schedule,
-    as the ledger recorded them when cron fired the job."""
+    as the ledger recorded them when cron fired the job. ``system_zone``: the host's zone
+    name when ``CRON_TZ`` (not --tz) gave the schedule a zone other than it, which a cron
+    that ignores CRON_TZ (Debian's) fires the lines in."""
 
     schedule: Schedule | None
     zone_name: str | None
     key: str | None
-    _defaults = dict(schedule=None, zone_name=None, key=None)
+    system_zone: str | None
+    _defaults = dict(schedule=None, zone_name=None, key=None, system_zone=None)
 
     @property
     def expr(self) -> str | None:
@@ -80,12 +83,15 @@ def resolve_timing(spec: JobSpec, environ: dict[str, str],
         return Timing()
     from cronwrap import schedule as sched
 
-    zone, zone_name = sched.resolve_zone(tz, environ, sched.system_zone_name())
+    system = sched.system_zone_name()
+    zone, zone_name = sched.resolve_zone(tz, environ, system)
     if key is not None:
         sched.validate_key_template(key)
     if spec.date is not None and spec.at is not None:
         raise UsageError("--date and --at both name a slot: give one of them")
-    return Timing(sched.Schedule.parse(expr, zone, zone_name), zone_name, key)
+    from_cron_tz = tz is None and (sched.zone_setting(environ) or ("",))[0] == "CRON_TZ"
+    return Timing(sched.Schedule.parse(expr, zone, zone_name), zone_name, key,
+                  system if from_cron_tz and system != zone_name else None)
 
 
 def history_since(spec: JobSpec, now: float) -> datetime:
@@ -117,7 +123,8 @@ def plan_firing(spec: JobSpec, timing: Timing, now: float,
     plan = catchup.plan_firing(
         timing.schedule, at, key_template=timing.key, last_seen=last_seen,
         known_keys=history.keys, policy=spec.catchup, window=spec.catchup_window,
-        max_catchup=spec.max_catchup, abandoned=history.abandoned)
+        max_catchup=spec.max_catchup, abandoned=history.abandoned,
+        cron_tz_ignored_in=timing.system_zone)
     if last_seen is not None and plan.runs and plan.runs[-1].scheduled_at < last_seen:
         plan.warnings.append(
             f"this firing's slot {plan.runs[-1].scheduled_at.isoformat()} is older than the "

@@ -204,20 +204,37 @@ class _HookWatch:
 
 # -- pings -------------------------------------------------------------------------------------
 
-def ping_url(base: str, suffix: str) -> str:
-    """``base`` + ``/suffix`` on the path, before any query string (``?create=1``)."""
+def ping_url(base: str, suffix: str, rid: str | None = None) -> str:
+    """``base`` + ``/suffix`` on the path, before any query string (``?create=1``), and
+    healthchecks.io's run ID as ``rid=`` at the end of the query."""
     scheme, userinfo, rest = split_userinfo(base)
     path, q, query = rest.partition("?")
     path = path.partition("#")[0].rstrip("/")
+    if rid is not None:
+        query = query.partition("#")[0]
+        q, query = "?", f"{query}&rid={rid}" if query else f"rid={rid}"
     prefix = scheme if userinfo is None else f"{scheme}{userinfo}@"
     return f"{prefix}{path}/{suffix}{q}{query}" if suffix else f"{prefix}{path}{q}{query}"
 
 
+def body_tail(raw: bytes, limit: int) -> bytes:
+    """The last ``limit`` bytes of ``raw``, from a whole UTF-8 character on."""
+    if len(raw) <= limit:
+        return raw
+    tail = raw[len(raw) - limit:] if limit > 0 else b""
+    return tail.lstrip(bytes(range(0x80, 0xC0)))  # no continuation bytes of a cut character
+
+
 class Pinger:
-    """healthchecks.io-style pings: ``start()`` sends URL/start; ``finish()`` sends
+    """healthchecks.io-style pings: ``start(run)`` sends URL/start; ``finish(run, …)`` sends
     URL/<exit status> (0 is success, anything else a failure) with the output tail as the POST
     body, or URL/fail for a run that failed without a status of its own (or with 0). A ping
     service knows no warning: a run recorded ``warning`` is done, and pings URL/0.
+
+    Every ping carries the run's ID (``rid``, a UUID made for each run: the same on its start
+    and its finish, for all of its attempts), so healthchecks.io pairs the pings of runs that
+    overlap (a catch-up, another host). A server that answers with ``Ping-Body-Limit: N``
+    gets at most the last N bytes of output in each later ping.
 
     Each ping goes from its own daemon thread, in order (a finish waits for its start), with
     two quick retries (0.5 s, 1 s) on connection errors, timeouts and 5xx. Nothing here
@@ -227,12 +244,16 @@ class Pinger:
     def __init__(self, url: str, timeout: float = 10, retries: int = 2) -> None:
         self.url, self.timeout, self.retries = url, timeout, retries
         self.errors: list[str] = []
+        self.body_limit = PING_BODY_BYTES  # lowered by the server's Ping-Body-Limit
         self._threads: list[threading.Thread] = []
+        self._rids: dict[str, str] = {}
 
-    def start(self) -> None:
-        self._send(ping_url(self.url, "start"), None)
+    def start(self, run: str) -> None:
+        """``run``: the run's run key (one slot's run, whichever attempt)."""
+        self._send("start", self._rid(run), None)
 
-    def finish(self, status: str, exit_code: int | None, output_tail: str | bytes | None) -> None:
+    def finish(self, run: str, status: str, exit_code: int | None,
+               output_tail: str | bytes | None) -> None:
         if status in DONE_STATUSES:
             suffix = "0"
         elif exit_code:
@@ -241,7 +262,7 @@ class Pinger:
             suffix = "fail"
         raw = output_tail.encode("utf-8", "replace") if isinstance(output_tail, str) \
             else output_tail or b""
-        self._send(ping_url(self.url, suffix), raw[-PING_BODY_BYTES:])
+        self._send(suffix, self._rid(run), raw)
 
     def wait(self, max_seconds: float = 2.0) -> list[str]:
         """Wait up to ``max_seconds`` in all for pings in flight; then give up on them."""
@@ -254,21 +275,33 @@ class Pinger:
                                f"{max_seconds:g}s; gave up")
         return list(self.errors)
 
-    def _send(self, url: str, body: bytes | None) -> None:
+    def _rid(self, run: str) -> str:
+        import uuid
+
+        return self._rids.setdefault(run, str(uuid.uuid4()))
+
+    def _send(self, suffix: str, rid: str, body: bytes | None) -> None:
         before = self._threads[-1] if self._threads else None
-        thread = threading.Thread(target=self._deliver, args=(url, body, before),
+        thread = threading.Thread(target=self._deliver, args=(suffix, rid, body, before),
                                   name="cronwrap-ping", daemon=True)
         self._threads.append(thread)
         thread.start()
 
-    def _deliver(self, url: str, body: bytes | None, before: threading.Thread | None) -> None:
+    def _deliver(self, suffix: str, rid: str, body: bytes | None,
+                 before: threading.Thread | None) -> None:
+        url = ping_url(self.url, suffix)  # as errors name it: the rid is noise there
         try:
             if before is not None:
-                before.join()
+                before.join()  # its answer may have lowered body_limit
+            if body is not None:
+                body = body_tail(body, self.body_limit)
             for attempt in range(self.retries + 1):
                 if attempt:
                     time.sleep(PING_BACKOFF[min(attempt - 1, len(PING_BACKOFF) - 1)])
-                error, transient = _request(url, body, self.timeout)
+                error, transient, limit = _request(ping_url(self.url, suffix, rid), body,
+                                                   self.timeout)
+                if limit is not None:
+                    self.body_limit = min(limit, PING_BODY_BYTES)
                 if error is None:
                     return
                 if not transient:
@@ -278,11 +311,12 @@ class Pinger:
             self.errors.append(f"ping {redact(url)}: {type(exc).__name__}: {exc}")
 
 
-def _request(url: str, body: bytes | None, timeout: float) -> tuple[str | None, bool]:
-    """One HTTP request. Returns (error or None, whether the error is worth a retry)."""
+def _request(url: str, body: bytes | None,
+             timeout: float) -> tuple[str | None, bool, int | None]:
+    """One HTTP request. Returns (error or None, whether the error is worth a retry, the
+    server's Ping-Body-Limit if it sent one)."""
     import urllib.error
     import urllib.request
-
 
     plain, headers = _credentials(url)
     headers["User-Agent"] = f"cronwrap/{__version__}"
@@ -293,13 +327,20 @@ def _request(url: str, body: bytes | None, timeout: float) -> tuple[str | None, 
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             response.read(1024)
-        return None, False
+            return None, False, _body_limit(response.headers.get("Ping-Body-Limit"))
     except urllib.error.HTTPError as exc:
-        return f"HTTP {exc.code} {exc.reason}", exc.code >= 500
+        return f"HTTP {exc.code} {exc.reason}", exc.code >= 500, None
     except urllib.error.URLError as exc:
-        return _one_line(exc.reason), True
+        return _one_line(exc.reason), True, None
     except (OSError, ValueError) as exc:  # timeouts, resets; ValueError: a malformed URL
-        return _one_line(exc), isinstance(exc, OSError)
+        return _one_line(exc), isinstance(exc, OSError), None
+
+
+def _body_limit(value: str | None) -> int | None:
+    """healthchecks.io's ``Ping-Body-Limit: 100000`` (bytes); None when absent or not a
+    number."""
+    text = (value or "").strip()
+    return int(text) if text.isdigit() else None
 
 
 def _credentials(url: str) -> tuple[str, dict[str, str]]:

@@ -275,7 +275,8 @@ def after_slot(inv: Invocation, ledger: base.Ledger | None, attempt: Attempt) ->
     """Hooks and the finish ping; their failures are logged, never change the exit status."""
     spec, result = inv.spec, attempt.result
     if inv.pinger is not None:
-        inv.pinger.finish(result.status, attempt.exit_status, result.error_tail)
+        inv.pinger.finish(attempt.run.run_key, result.status, attempt.exit_status,
+                          result.error_tail)
     streak = failure_streak(inv, ledger) if spec.alert_after > 1 else 0
     hook, alert = policy.choose_hook(spec, result.status, streak)
     if hook is None:

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
 from tests.unit.crontab_corpus import SYSTEM_CRONTAB, USER_CRONTAB
 
 
@@ -70,3 +77,60 @@ def test_the_corpus_round_trips_through_the_executable(cw):
         wrapped = cw("wrap", mode, "-", input=text.encode(), check_rc=0).stdout
         assert wrapped != text.encode()
         assert cw("wrap", mode, "--unwrap", "-", input=wrapped, check_rc=0).stdout == text.encode()
+
+
+def test_wrap_writes_the_path_it_was_started_by_when_cronwrap_is_not_on_path(tmp_path):
+    """A virtualenv's cronwrap run by its full path: the lines name that program, not a
+    cronwrap on PATH (or one that does not exist)."""
+    program = Path(sys.executable).parent / "cronwrap"
+    if not program.exists():
+        pytest.skip("no cronwrap executable beside this Python")
+    crontab = tmp_path / "crontab"
+    crontab.write_text("30 1 * * * /usr/local/bin/settle.sh\n")
+    env = {"PATH": "/usr/bin:/bin", "CRONWRAP_HOME": str(tmp_path / "home")}
+    for argv0 in (str(program), os.path.relpath(program, tmp_path)):
+        proc = subprocess.run([argv0, "wrap", str(crontab)], env=env, cwd=tmp_path,
+                              capture_output=True, check=True)
+        assert proc.stdout.decode().startswith(f"30 1 * * * {program} run -n settle ")
+    module = subprocess.run([sys.executable, "-m", "cronwrap", "wrap", str(crontab)], env=env,
+                            cwd=tmp_path, capture_output=True, check=True)
+    assert module.stdout.decode().startswith(f"30 1 * * * {program} run ")  # beside python
+
+
+def test_wrap_warns_on_each_wrapped_line_lint_reports_an_error_for(cw, tmp_path):
+    crontab = tmp_path / "crontab"
+    crontab.write_text("MAILTO=ops@example.com\n"
+                       "0 2 * * * /usr/bin/tar czf /backup/$(date +%F).tgz /srv\n"
+                       "61 * * * * /bin/true\n"  # a bad field: left as it is, lint's to report
+                       "0 3 * * * /usr/local/bin/settle.sh\n")
+    proc = cw("wrap", str(crontab), "--cronwrap", "/opt/bin/cronwrap", check_rc=0)
+    lines = proc.stdout.decode().splitlines()
+    assert "/opt/bin/cronwrap run -n tar" in lines[1] and lines[2] == "61 * * * * /bin/true"
+    warnings = proc.stderr.decode().splitlines()
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith(f"cronwrap: wrap: line 2 is wrapped, but lint reports an "
+                                  f"error on it: {crontab}:2:")
+    assert "E005" in warnings[0]
+    clean = cw("wrap", "-", input=b"0 3 * * * /usr/local/bin/settle.sh\n", check_rc=0)
+    assert clean.stderr == b""
+
+
+def test_lint_warns_on_cron_tz_where_the_cron_daemon_ignores_it(cw, tmp_path):
+    crontab = tmp_path / "crontab"
+    crontab.write_text("MAILTO=ops@example.com\nCRON_TZ=Asia/Kolkata\n"
+                       "0 2 * * * /usr/local/bin/settle.sh\n")
+    from cronwrap.schedule import system_zone_name
+
+    if (system_zone_name() or "UTC") == "Asia/Kolkata":
+        pytest.skip("the system zone is CRON_TZ's: nothing to warn about")
+    debian = cw("lint", str(crontab), env={"CRONWRAP_CRON_DAEMON": "debian"}, check_rc=0)
+    said = debian.stdout.decode()
+    assert f"{crontab}:2:1: warning: W012 CRON_TZ=Asia/Kolkata is ignored by this host's cron " \
+           "(Debian's cron; CRONWRAP_CRON_DAEMON=debian)" in said
+    assert "I002" not in said and "as cron does" not in said
+    cronie = cw("lint", str(crontab), env={"CRONWRAP_CRON_DAEMON": "cronie"}, check_rc=0)
+    assert "W012" not in cronie.stdout.decode()
+    assert "I002" in cronie.stdout.decode() and "cronie honours CRON_TZ" in cronie.stdout.decode()
+    bad = cw("lint", str(crontab), env={"CRONWRAP_CRON_DAEMON": "vixie"})
+    assert bad.returncode == 125 and bad.stdout == b""
+    assert bad.stderr.decode().count("\n") == 1 and "one of: debian, cronie" in bad.stderr.decode()

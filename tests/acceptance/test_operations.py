@@ -6,8 +6,10 @@ import json
 import socket
 import threading
 import time
+import uuid
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -128,16 +130,21 @@ def test_alert_after_n_failed_slots_then_recovery(cw, tmp_path):
 
 class Recorder(BaseHTTPRequestHandler):
     seen: list = []
+    answer_headers: dict[str, str] = {}
 
     def do_GET(self):  # noqa: N802
         self.seen.append(("GET", self.path, b""))
-        self.send_response(200)
-        self.end_headers()
+        self.answer()
 
     def do_POST(self):  # noqa: N802
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self.seen.append(("POST", self.path, body))
+        self.answer()
+
+    def answer(self) -> None:
         self.send_response(200)
+        for name, value in self.answer_headers.items():
+            self.send_header(name, value)
         self.end_headers()
 
     def log_message(self, *args):
@@ -146,7 +153,7 @@ class Recorder(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def ping_server():
-    Recorder.seen = []
+    Recorder.seen, Recorder.answer_headers = [], {}
     server = HTTPServer(("127.0.0.1", 0), Recorder)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_port}/ping/abc", Recorder.seen
@@ -157,11 +164,42 @@ def test_pings_start_and_exit_status_with_the_output_tail(cw, ping_server):
     url, seen = ping_server
     assert cw("run", "-n", "p", "--ping", url, "--", "sh", "-c", "echo all-good").returncode == 0
     wait_for(lambda: len(seen) >= 2, what="pings")
-    assert seen[0][:2] == ("GET", "/ping/abc/start")
-    assert seen[1][:2] == ("POST", "/ping/abc/0") and b"all-good" in seen[1][2]
+    assert (seen[0][0], path(seen[0])) == ("GET", "/ping/abc/start")
+    assert (seen[1][0], path(seen[1])) == ("POST", "/ping/abc/0") and b"all-good" in seen[1][2]
     assert cw("run", "-n", "q", "--ping", url, "--", "sh", "-c", "exit 4").returncode == 4
     wait_for(lambda: len(seen) >= 4, what="pings")
-    assert seen[3][1] == "/ping/abc/4"
+    assert path(seen[3]) == "/ping/abc/4"
+    rids = [rid(request) for request in seen]
+    assert rids[0] == rids[1] != rids[2] == rids[3]  # one run ID per run, a UUID
+    assert all(uuid.UUID(r).version == 4 for r in rids)
+
+
+def test_a_retried_run_pings_each_start_under_one_run_id(cw, ping_server):
+    url, seen = ping_server
+    proc = cw("run", "-n", "r", "--retries", "1", "--retry-on", "3", "--retry-delay", "0",
+              "--ping", url + "?create=1", "--", "sh", "-c", "exit 3")
+    assert proc.returncode == 3
+    wait_for(lambda: len(seen) >= 3, what="pings")
+    assert [path(request) for request in seen] == ["/ping/abc/start"] * 2 + ["/ping/abc/3"]
+    assert len({rid(request) for request in seen}) == 1
+    assert all(parse_qs(urlsplit(request[1]).query)["create"] == ["1"] for request in seen)
+
+
+def test_the_servers_ping_body_limit_bounds_the_output_sent(cw, ping_server):
+    url, seen = ping_server
+    Recorder.answer_headers = {"Ping-Body-Limit": "9"}
+    assert cw("run", "-n", "b", "--ping", url, "--", "sh", "-c",
+              "echo first; echo last-line").returncode == 0
+    wait_for(lambda: len(seen) >= 2, what="pings")
+    assert seen[1][2] == b"last-line\n"[-9:]
+
+
+def path(request: tuple[str, str, bytes]) -> str:
+    return urlsplit(request[1]).path
+
+
+def rid(request: tuple[str, str, bytes]) -> str:
+    return parse_qs(urlsplit(request[1]).query)["rid"][0]
 
 
 def test_a_dead_ping_server_does_not_delay_the_job(cw):

@@ -309,3 +309,29 @@ def test_a_dead_runners_slot_is_run_again_by_the_next_firing(clocked, seen, tmp_
     assert datetime.fromisoformat(runs[0]["scheduled_at"]) == slot
     assert datetime.fromisoformat(runs[1]["scheduled_at"]) == slot + timedelta(minutes=1)
     assert {r["status"] for r in history(clocked, "t")} == {"succeeded"}
+
+
+def test_a_firing_on_time_in_the_system_zone_names_cron_tz_as_the_likely_cause(home, seen):
+    """Debian's cron ignores CRON_TZ and fires the line's times in the system zone: cronwrap
+    says so instead of blaming the host's clock."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    from cronwrap.schedule import system_zone_name
+
+    system = system_zone_name() or "UTC"
+    cron_tz = "Pacific/Chatham" if system == "Asia/Kolkata" else "Asia/Kolkata"
+    clocked = Clocked(home)
+    job, read = seen
+    when = datetime(2026, 10, 28, 2, 0, 10, tzinfo=ZoneInfo(system)).isoformat()
+    schedule = ["--schedule", "0 2 * * *"]
+    proc = clocked.at(when, "run", "-n", "k", *schedule, *job, env={"CRON_TZ": cron_tz})
+    assert proc.returncode == 0 and len(read()) == 1  # the most recent slot still runs
+    said = proc.stderr.decode()
+    assert f"it is on time for '0 2 * * *' in the system zone {system}, so this host's cron " \
+           f"most likely ignores CRON_TZ={cron_tz}" in said
+    assert f"remove CRON_TZ and give the times in {system}, or pass --tz {system}" in said
+    assert "check this host's clock" not in said
+    # The same firing with --tz is the clock's or the line's fault, as before.
+    other = clocked.at(when, "run", "-n", "t", *schedule, "--tz", cron_tz, *job)
+    assert b"check this host's clock" in other.stderr and b"CRON_TZ" not in other.stderr

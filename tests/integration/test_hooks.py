@@ -12,8 +12,10 @@ import socket
 import sys
 import threading
 import time
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -183,6 +185,12 @@ def test_errors_about_a_url_redact_its_credentials():
     assert redact("https://h/x") == "https://h/x"
 
 
+def test_ping_urls_carry_the_run_id_after_the_query_string():
+    assert ping_url("https://hc-ping.com/key/slug?create=1", "start", "R") == \
+        "https://hc-ping.com/key/slug/start?create=1&rid=R"
+    assert ping_url("https://hc-ping.com/uuid/#x", "0", "R") == "https://hc-ping.com/uuid/0?rid=R"
+
+
 def test_ping_urls_keep_the_query_string():
     assert ping_url("https://hc-ping.com/key/slug?create=1", "start") == \
         "https://hc-ping.com/key/slug/start?create=1"
@@ -193,21 +201,24 @@ def test_ping_urls_keep_the_query_string():
 
 class Server:
     """A local HTTP server recording (method, path, body, headers); answers from ``codes``
-    (one per request, then 200) after ``delays[path]`` seconds."""
+    (one per request, then 200) after ``delays[path]`` seconds, with ``answer_headers``."""
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, str, bytes, dict]] = []
         self.codes: list[int] = []
         self.delays: dict[str, float] = {}
+        self.answer_headers: dict[str, str] = {}
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def handle_any(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                time.sleep(server.delays.get(self.path, 0))
+                time.sleep(server.delays.get(self.path.partition("?")[0], 0))
                 server.requests.append((self.command, self.path, body, dict(self.headers)))
                 code = server.codes.pop(0) if server.codes else 200
                 self.send_response(code)
+                for name, value in server.answer_headers.items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", "2")
                 self.end_headers()
                 self.wfile.write(b"OK")
@@ -223,7 +234,12 @@ class Server:
 
     @property
     def paths(self) -> list[str]:
-        return [path for _, path, _, _ in self.requests]
+        """The paths asked for, without their query strings."""
+        return [path.partition("?")[0] for _, path, _, _ in self.requests]
+
+    @property
+    def queries(self) -> list[dict[str, list[str]]]:
+        return [parse_qs(urlsplit(path).query) for _, path, _, _ in self.requests]
 
     def close(self) -> None:
         self.httpd.shutdown()
@@ -239,8 +255,8 @@ def server():
 
 def test_start_and_success(server):
     pinger = Pinger(server.url)
-    pinger.start()
-    pinger.finish("succeeded", 0, "all good\n")
+    pinger.start("k")
+    pinger.finish("k", "succeeded", 0, "all good\n")
     assert pinger.wait(5) == []
     assert server.paths == ["/ping/abc/start", "/ping/abc/0"]
     (m1, _, b1, _), (m2, _, b2, headers) = server.requests
@@ -248,18 +264,43 @@ def test_start_and_success(server):
     assert headers["User-Agent"].startswith("cronwrap/")
 
 
+def test_each_run_has_one_run_id_on_its_start_and_its_finish(server):
+    pinger = Pinger(server.url + "?create=1")
+    pinger.start("slot-1")
+    pinger.start("slot-2")  # overlapping runs: healthchecks.io pairs them by rid
+    pinger.finish("slot-2", "succeeded", 0, "")
+    pinger.start("slot-1")  # a retry of slot-1: the same run
+    pinger.finish("slot-1", "failed", 1, "")
+    assert pinger.wait(5) == []
+    assert server.paths == ["/ping/abc/start"] * 2 + ["/ping/abc/0", "/ping/abc/start",
+                                                         "/ping/abc/1"]
+    assert all(query["create"] == ["1"] for query in server.queries)
+    rids = [query["rid"][0] for query in server.queries]
+    assert rids[0] == rids[3] == rids[4] != rids[1] == rids[2]
+    assert all(str(uuid.UUID(rid)) == rid and uuid.UUID(rid).version == 4 for rid in rids)
+
+
+def test_the_servers_ping_body_limit_bounds_the_later_pings(server):
+    server.answer_headers["Ping-Body-Limit"] = "7"
+    pinger = Pinger(server.url)
+    pinger.start("k")
+    pinger.finish("k", "failed", 2, "first line\nlast wörds")
+    assert pinger.wait(5) == []
+    assert server.requests[1][2] == " wörds".encode()  # 7 bytes; "ö" is two
+
+
 def test_a_failure_sends_its_exit_status_and_output_tail(server):
     pinger = Pinger(server.url)
-    pinger.finish("failed", 3, "x" * 20000 + "last words")
+    pinger.finish("k", "failed", 3, "x" * 20000 + "last words")
     assert pinger.wait(5) == []
-    (_, path, body, _), = server.requests
-    assert path == "/ping/abc/3" and len(body) == 10 * 1024 and body.endswith(b"last words")
+    (_, _, body, _), = server.requests
+    assert server.paths == ["/ping/abc/3"] and len(body) == 10 * 1024 and body.endswith(b"last words")
 
 
 @pytest.mark.parametrize("status, code", [("timeout", None), ("killed", None), ("failed", 0)])
 def test_a_failure_without_a_status_of_its_own_is_fail_never_success(server, status, code):
     pinger = Pinger(server.url)
-    pinger.finish(status, code, "")
+    pinger.finish("k", status, code, "")
     assert pinger.wait(5) == []
     assert server.paths == ["/ping/abc/fail"]
 
@@ -267,8 +308,8 @@ def test_a_failure_without_a_status_of_its_own_is_fail_never_success(server, sta
 def test_the_finish_waits_for_a_slow_start(server):
     server.delays["/ping/abc/start"] = 0.5
     pinger = Pinger(server.url)
-    pinger.start()
-    pinger.finish("succeeded", 0, "")
+    pinger.start("k")
+    pinger.finish("k", "succeeded", 0, "")
     assert pinger.wait(5) == []
     assert server.paths == ["/ping/abc/start", "/ping/abc/0"]
 
@@ -277,7 +318,7 @@ def test_5xx_is_retried_briefly(server):
     server.codes = [503, 502]
     pinger = Pinger(server.url)
     started = time.monotonic()
-    pinger.finish("succeeded", 0, "")
+    pinger.finish("k", "succeeded", 0, "")
     assert pinger.wait(10) == []
     assert server.paths == ["/ping/abc/0"] * 3
     assert 1.4 < time.monotonic() - started < 5  # 0.5 s then 1 s between attempts
@@ -286,7 +327,7 @@ def test_5xx_is_retried_briefly(server):
 def test_5xx_every_time_is_reported_once(server):
     server.codes = [500, 500, 500]
     pinger = Pinger(server.url)
-    pinger.finish("succeeded", 0, "")
+    pinger.finish("k", "succeeded", 0, "")
     assert pinger.wait(10) == [f"ping {server.url}/0: HTTP 500 Internal Server Error"]
     assert len(server.requests) == 3
 
@@ -294,7 +335,7 @@ def test_5xx_every_time_is_reported_once(server):
 def test_4xx_is_not_retried(server):
     server.codes = [404]
     pinger = Pinger(server.url)
-    pinger.start()
+    pinger.start("k")
     assert pinger.wait(5) == [f"ping {server.url}/start: HTTP 404 Not Found"]
     assert len(server.requests) == 1
 
@@ -303,10 +344,10 @@ def test_credentials_in_the_url_go_in_a_header_and_never_in_errors(server):
     url = server.url.replace("http://", "http://ops:s3cret@")
     server.codes = [401]
     pinger = Pinger(url)
-    pinger.start()
+    pinger.start("k")
     errors = pinger.wait(5)
-    (_, path, _, headers), = server.requests
-    assert path == "/ping/abc/start"
+    (_, _, _, headers), = server.requests
+    assert server.paths == ["/ping/abc/start"]
     assert headers["Authorization"] == "Basic " + base64.b64encode(b"ops:s3cret").decode()
     assert errors and all("s3cret" not in e and "***@127.0.0.1" in e for e in errors)
 
@@ -324,8 +365,8 @@ def closed_port() -> int:
 def test_a_dead_port_does_not_block():
     pinger = Pinger(f"http://user:pw@127.0.0.1:{closed_port()}/x")
     started = time.monotonic()
-    pinger.start()
-    pinger.finish("failed", 1, "tail")
+    pinger.start("k")
+    pinger.finish("k", "failed", 1, "tail")
     assert time.monotonic() - started < 0.2
     errors = pinger.wait(2)
     assert time.monotonic() - started < 2.5
@@ -340,8 +381,8 @@ def test_a_server_that_never_answers_is_given_up_on():
     try:
         pinger = Pinger(f"http://127.0.0.1:{listener.getsockname()[1]}/x")
         started = time.monotonic()
-        pinger.start()
-        pinger.finish("succeeded", 0, "")
+        pinger.start("k")
+        pinger.finish("k", "succeeded", 0, "")
         errors = pinger.wait(2)
         assert time.monotonic() - started < 2.5
         assert errors == [f"ping http://127.0.0.1:{listener.getsockname()[1]}/x: 2 ping(s) "

@@ -29,6 +29,7 @@ from cronwrap.crontab import (
     unwrap,
     wrap,
 )
+from cronwrap.crontab.daemon import CronDaemon, cron_daemon
 from cronwrap.crontab.shell import backgrounds, basename, percent_index, unescape_percent
 from cronwrap.errors import UsageError
 
@@ -412,19 +413,26 @@ CODE_SAMPLES = {
     "W009": ("TZ=Asia/Tokyo\n", False),
     "W010": ("0 0 * * * /bin/x", False),
     "W011": ("@reboot cronwrap run -n a -- /opt/a\n", False),
+    "W012": ("CRON_TZ=Asia/Kolkata\n0 2 * * * /bin/x\n", False),  # under DEBIAN_CRON
     "I001": ("0 0 */2 * 1 /bin/x\n", False),
     "I002": ("CRON_TZ=Asia/Shanghai\n0 2 * * * /bin/x\n", False),
 }
 
 
+DEBIAN_CRON = CronDaemon("debian", False, "test")
+SAMPLE_DAEMONS = {"W012": DEBIAN_CRON}  # the daemon a sample needs (default: unknown)
+
+
 def test_the_registry_holds_exactly_the_codes_lint_reports():
     assert sorted(CODE_SAMPLES) == sorted(LINT_CODES)
-    reported = {f.code for text, system in [*CODE_SAMPLES.values(), (USER_CRONTAB, False),
-                                            (SYSTEM_CRONTAB, True)]
-                for f in lint_text(text, system=system)}
+    samples = [(text, system, SAMPLE_DAEMONS.get(code))
+               for code, (text, system) in CODE_SAMPLES.items()]
+    reported = {f.code for text, system, daemon in [*samples, (USER_CRONTAB, False, None),
+                                                    (SYSTEM_CRONTAB, True, None)]
+                for f in lint_text(text, system=system, daemon=daemon)}
     assert reported == set(LINT_CODES)
     for code, (text, system) in CODE_SAMPLES.items():
-        finding = only(lint_text(text, system=system), code)
+        finding = only(lint_text(text, system=system, daemon=SAMPLE_DAEMONS.get(code)), code)
         assert finding.severity == LINT_CODES[code].severity
         assert finding.fix  # the registry's standard fix, or a more specific one
 
@@ -465,6 +473,44 @@ def test_lint_zone_differs():
     finding = only(lint_text(text), "I002")
     assert finding.message == "02:00 Asia/Shanghai is 18:00 UTC here (the day before)"
     assert "I002" not in codes(lint_text(text, system_zone="Asia/Shanghai"))
+
+
+def test_lint_warns_where_cron_ignores_cron_tz_and_no_longer_says_it_reads_it():
+    text = "CRON_TZ=Asia/Kolkata\n0 2 * * * /bin/x > /dev/null\n"
+    finding = only(lint_text(text, daemon=DEBIAN_CRON), "W012")
+    assert (finding.line, finding.column) == (1, 1)
+    assert finding.message.startswith("CRON_TZ=Asia/Kolkata is ignored by this host's cron "
+                                      "(Debian's cron; test): it fires the lines below at "
+                                      "their times in the system zone (UTC)")
+    assert finding.fix == "remove CRON_TZ and give the times in UTC, or run cronie, which " \
+                          "honours CRON_TZ"
+    assert "I002" not in codes(lint_text(text, daemon=DEBIAN_CRON))
+    assert "W012" not in codes(lint_text(text, daemon=DEBIAN_CRON, system_zone="Asia/Kolkata"))
+    cronie = only(lint_text(text, daemon=CronDaemon("cronie", True, "test")), "I002")
+    assert "cronie honours CRON_TZ" in cronie.fix
+    unknown = only(lint_text(text), "I002")
+    assert "Debian's cron does not" in unknown.fix and "as cron does" not in unknown.fix
+
+
+def test_the_cron_daemon_is_told_by_the_variable_dpkg_or_crond(tmp_path):
+    assert cron_daemon({}, str(tmp_path)) is None
+    crond = tmp_path / "usr/sbin/crond"
+    crond.parent.mkdir(parents=True)
+    (tmp_path / "busybox").write_text("")
+    crond.symlink_to(tmp_path / "busybox")
+    assert cron_daemon({}, str(tmp_path)) is None  # busybox's crond: not cronie
+    crond.unlink()
+    crond.write_text("")
+    assert cron_daemon({}, str(tmp_path)) == ("cronie", True, "/usr/sbin/crond")
+    dpkg = tmp_path / "var/lib/dpkg/info/cron.list"
+    dpkg.parent.mkdir(parents=True)
+    dpkg.write_text("/usr/sbin/cron\n")
+    found = cron_daemon({}, str(tmp_path))
+    assert found is not None and found.name == "debian" and not found.honours_cron_tz
+    told = cron_daemon({"CRONWRAP_CRON_DAEMON": " Cronie "}, str(tmp_path))
+    assert told == ("cronie", True, "CRONWRAP_CRON_DAEMON=cronie")
+    with pytest.raises(UsageError, match="CRONWRAP_CRON_DAEMON='vixie'.*one of: debian, cronie"):
+        cron_daemon({"CRONWRAP_CRON_DAEMON": "vixie"}, str(tmp_path))
 
 
 def test_lint_guards_and_redirections_silence_warnings():

@@ -5,6 +5,7 @@ the variables a job and a hook see, and the examples.
 from __future__ import annotations
 
 from cronwrap import errors, model
+from cronwrap.crontab.daemon import DAEMON_MEANINGS, DAEMON_VARIABLE
 from cronwrap.model import STATUS_MEANINGS, Status
 from cronwrap.process import locks
 from cronwrap.run import attempt, runlog
@@ -32,6 +33,12 @@ ENVIRONMENT_READ: tuple[Block, ...] = (
      "The default zone of `--schedule` and of `explain`, in this order. Without `--schedule`, "
      "`TZ` (or the system zone) is the zone of `CRONWRAP_SCHEDULED_AT` and "
      "`CRONWRAP_BIZ_DATE`."),
+    (f"`{DAEMON_VARIABLE}`",
+     "Which cron daemon runs this host's crontabs, for `lint` (`W012`, `I002`): "
+     + "; ".join(f"`{name}`, {meaning}" for name, (meaning, _) in DAEMON_MEANINGS.items())
+     + ". Unset, `lint` tells from dpkg's record of the `cron` package (Debian's cron), else "
+     "from a `crond` program that is not busybox's (cronie), and otherwise does not know. "
+     "A name not in this list is exit 125."),
     ("`HOME`, `XDG_STATE_HOME`, `XDG_CONFIG_HOME`",
      "Where the ledger, logs, locks and the user's configuration file are when "
      "`CRONWRAP_HOME` and `CRONWRAP_CONFIG` are not set (see FILES)."),

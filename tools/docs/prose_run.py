@@ -346,7 +346,11 @@ SLOTS: tuple[Block, ...] = (
     "in the run log (`warning`), and falls back to the most recent slot, with trigger "
     "`catchup`, whatever `--catchup` says; only when that slot is older than "
     "`--catchup-window` is it recorded `skipped` (`too_late`) instead. `cronwrap explain` "
-    "prints when a schedule fires on this host's clock.",
+    "prints when a schedule fires on this host's clock. Debian's and Ubuntu's cron ignores "
+    "`CRON_TZ` (it fires every line in the system zone; cronie honours it): when `CRON_TZ` "
+    "gave `--schedule` its zone and the firing is on time for *EXPR* read in the system zone, "
+    "the warning names `CRON_TZ` as the likely cause instead of the host's clock, and "
+    "`cronwrap lint` warns on such a `CRON_TZ` line (`W012`, see `CRONWRAP_CRON_DAEMON`).",
     "Time zones follow cronie's cron.c. A fixed-time job (neither the minute nor the hour "
     "field starts with `*`) whose time a spring-forward skips runs once, right after the jump; "
     "one whose time a fall-back repeats runs once, at the first occurrence. A wildcard job "
@@ -480,7 +484,11 @@ HOOKS: tuple[Block, ...] = (
     "`warning` is done and pings *URL*`/0`, since a ping service knows no warning), POSTing "
     f"the output tail (the last {size_text(runlog.ERROR_TAIL)}). A query string "
     "(`?create=1`) is kept; `user:password@` becomes a Basic authorization header and is "
-    f"never logged. Each ping has a {PING_TIMEOUT} timeout and {PING_RETRIES} retries on "
+    "never logged. Every ping carries the run's ID as `rid=`*UUID* (a new UUID for each run, "
+    "the same on all of its pings, retries included), so healthchecks.io pairs each start "
+    "with its own end when runs overlap; once the server answers with a `Ping-Body-Limit` "
+    "header, later pings POST at most that many bytes of the tail. "
+    f"Each ping has a {PING_TIMEOUT} timeout and {PING_RETRIES} retries on "
     "connection errors, timeouts and 5xx answers, in a thread of its own; before exiting "
     f"cronwrap waits at most {PING_WAIT} in all for pings still in flight, then gives up and "
     "logs `ping_failed`. A skip pings nothing.",
