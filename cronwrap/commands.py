@@ -102,7 +102,9 @@ GROUPS = {"db": "The ledger's schema."}  # commands of two words: the first word
 JOB = argument("name", "NAME", "Job name.", default=REQUIRED)
 DB = option("--db", "db", "URL", "Ledger URL (default: CRONWRAP_DB, then db in the config "
             "file, then the embedded SQLite ledger).")
-JSON_RUNS = option("--json", "as_json", None, "Print a JSON array of runs, newest first.")
+JSON_RUNS = option("--json", "as_json", None, "Print a JSON array of runs, newest first, each "
+                   "with its attempts (\"attempts\": every attempt the ledger kept, oldest "
+                   "first: status, reason, host, fence, start, end, exit code).")
 CRONTAB = argument("file", "FILE", "Crontab file, or - for standard input.", default="-")
 SYSTEM = option("--system", "system", None, "The file has a user field (/etc/crontab, "
                 "/etc/cron.d/*); default: from its path.", off="--user", default=None)
@@ -130,7 +132,9 @@ COMMANDS: tuple[Command, ...] = (
                        "when a run has been running longer than this (a unit is required: 2h)."),
                 DB), "cronwrap.read.reads:status", lean=True),
     Command("history", "The runs of one job, newest first; a job the ledger does not know is "
-            "an error (exit 125).", (
+            "an error (exit 125). A slot whose job ran more than once (a retry, or a takeover "
+            "of an attempt whose runner died or was stopped) is marked with *, its earlier "
+            "attempts listed under it.", (
         JOB,
         option("--limit", "limit", "N", "At most this many runs.", kind=(1, 100000), default=20),
         JSON_RUNS, DB), "cronwrap.read.reads:history", lean=True),
@@ -141,6 +145,9 @@ COMMANDS: tuple[Command, ...] = (
                 argument("run_id", "RUN_ID", "Run id (default: the last run).",
                          kind=(1, 2**62)),
                 option("--last", "last", None, "The last run (the default)."),
+                option("--attempt", "attempt", "K", "Attempt K of the run (default: its "
+                       "latest; cronwrap history NAME lists a slot's attempts). Its output is "
+                       "read on the host that ran it.", kind=(1, 2**31 - 1)),
                 option("--follow -f", "follow", None, "Keep printing while the run is running; "
                        "stop when it ends or is abandoned (its lease expired)."),
                 option("--raw", "raw", None, "Copy the output byte for byte to a terminal too "

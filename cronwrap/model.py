@@ -99,6 +99,7 @@ class Reason(StrEnum):
     DUPLICATE = "duplicate"
     TOO_LATE = "too_late"
     LEASE_LOST = "lease_lost"
+    SUPERSEDED = "superseded"  # an attempt whose slot another runner took over (attempts only)
     TOO_FAST = "too_fast"  # a success faster than --min-duration: recorded warning
 
 
@@ -322,6 +323,40 @@ class Finish(Record):
     log_path: str | None
     skip_reason: str | None
     _defaults = dict(skip_reason=None)
+
+
+class RunAttempt(Record):
+    """One attempt at a slot, as the ledger kept it (expansion 2): a run row holds only its
+    latest attempt. ``status`` is the attempt's end (``abandoned``, reason ``superseded``:
+    its slot was taken over before its runner recorded an end; the runner's own end, if it
+    came back to record one, with that reason kept when it had none). Times are UTC; an
+    attempt whose end is unknown has no ``finished_at``."""
+
+    run_id: int
+    attempt: int
+    status: str
+    reason: str | None
+    host: str | None
+    fence: int | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    duration_ms: int | None
+    exit_code: int | None
+    signal: int | None
+
+    @classmethod
+    def of_run(cls, run: Run, now: datetime) -> RunAttempt:
+        """The run row's own (latest) attempt."""
+        return cls(run.run_id, run.attempt, run.shown_status(now), run.skip_reason, run.host,
+                   run.fence, run.started_at, run.finished_at, run.duration_ms, run.exit_code,
+                   run.signal)
+
+    def to_json(self) -> dict[str, object]:
+        data = self.asdict()
+        del data["run_id"]
+        for key in ("started_at", "finished_at"):
+            data[key] = iso(data[key])
+        return data
 
 
 class RunTally(Record):

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from cronwrap.model import (Claim, ClaimRequest, Finish, JobInfo, JobSummary, Mark, Run,
-                                RunTally, SlotHistory)
+                                RunAttempt, RunTally, SlotHistory)
 
 
 class Ledger(ABC):
@@ -138,6 +138,30 @@ class Ledger(ABC):
             the second time and answers False. ``unreachable``: no connection within
             ``wait`` — the caller spools the result to the outbox rather than wait again
             (attempt.record_finish).
+        """
+
+    @abstractmethod
+    def record_superseded(self, run: Run, result: Finish, wait: float | None = None) -> None:
+        """Keep ``result`` as the end of ``run``'s attempt (``run.attempt``) in the slot's
+        attempts, after ``finish`` answered False (the slot was taken over): its status,
+        reason (``superseded`` when ``result`` has none), exit code, signal, duration, and
+        finished at ``run.started_at`` + its duration (when the job really ended, which may
+        be long before its wrapper could say so). Written over the ``abandoned`` record the
+        takeover left for that attempt, never over one of another fence; the slot's row is
+        left as it is (its new runner's record stands). ``wait`` as for ``finish``.
+
+        :raises LedgerError: the end was not kept. A retry is safe (the same end is written
+            again); the caller gives up after one, the exit status does not change.
+        """
+
+    @abstractmethod
+    def attempts(self, runs: Sequence[Run], now: datetime) -> dict[int, list[RunAttempt]]:
+        """Every attempt of each of ``runs`` the ledger kept, oldest first, by run id, with
+        the row's own latest attempt as it stands at ``now`` (an ``abandoned`` one shown as
+        such) last: the earlier ones recorded since the ledger was expanded for them (a
+        ledger that no cronwrap of this release has written to has only the latest).
+
+        :raises LedgerError: nothing was read.
         """
 
     @abstractmethod

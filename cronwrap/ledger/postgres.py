@@ -498,6 +498,9 @@ class PostgresLedger(SqlLedger):
             exit_code=result.exit_code, signal=result.signal, timed_out=result.timed_out,
             error_tail=result.error_tail, log_path=result.log_path)[0] == 1
 
+    def record_superseded(self, run: Run, result: Finish, wait: float | None = None) -> None:
+        self._single("attempt_superseded", wait, **self._superseded(run, result))
+
     # -- dialect hooks -------------------------------------------------------------------
 
     @contextmanager

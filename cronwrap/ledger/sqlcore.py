@@ -9,12 +9,13 @@ from __future__ import annotations
 import threading
 from abc import abstractmethod
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from cronwrap.errors import LedgerError
 from cronwrap.ledger.base import Ledger
 from cronwrap.model import (DONE_STATUSES, Claim, ClaimRequest, Finish, JobInfo, JobSummary,
-                            Reason, Run, RunTally, SlotHistory, Status, Trigger)
+                            Reason, Run, RunAttempt, RunTally, SlotHistory, Status,
+                            Trigger)
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -184,6 +185,41 @@ class SqlLedger(Ledger):
                 timed_out=self._bool(result.timed_out), error_tail=result.error_tail,
                 log_path=result.log_path,
             ) == 1
+
+    def record_superseded(self, run: Run, result: Finish, wait: float | None = None) -> None:
+        with self._tx() as cur:
+            self._exec(cur, "attempt_superseded", **self._superseded(run, result))
+
+    def _superseded(self, run: Run, result: Finish) -> dict[str, Any]:
+        """The parameters of ``attempt_superseded``."""
+        ended = None
+        if run.started_at is not None and result.duration_ms is not None:
+            ended = run.started_at + timedelta(milliseconds=result.duration_ms)
+        return dict(id=run.run_id, attempt=run.attempt, status=result.status,
+                    reason=result.skip_reason or Reason.SUPERSEDED, host=run.host,
+                    fence=run.fence, started_at=self._to_db(run.started_at),
+                    finished_at=self._to_db(ended), duration_ms=result.duration_ms,
+                    exit_code=result.exit_code, signal=result.signal)
+
+    def attempts(self, runs: Sequence[Run], now: datetime) -> dict[int, list[RunAttempt]]:
+        rows: list[Row] = []
+        if self.expanded >= 2 and any(r.attempt > 1 for r in runs):
+            with self._tx(write=False) as cur:
+                rows = self._all(cur, "attempts_of_runs",
+                                 ids=self._ids([r.run_id for r in runs if r.attempt > 1]))
+        found: dict[int, list[RunAttempt]] = {r.run_id: [] for r in runs}
+        latest = {r.run_id: r.attempt for r in runs}
+        for row in rows:
+            if row["attempt"] < latest.get(row["run_id"], 0):
+                found[row["run_id"]].append(RunAttempt(
+                    row["run_id"], row["attempt"], row["status"], row["reason"], row["host"],
+                    row["fence"], self._from_db(row["started_at"]),
+                    self._from_db(row["finished_at"]), row["duration_ms"], row["exit_code"],
+                    row["signal"]))
+        for run in runs:
+            if run.attempt > 0:
+                found[run.run_id].append(RunAttempt.of_run(run, now))
+        return found
 
     def runs(self, job: str, limit: int = 50, since: datetime | None = None,
              before: int | None = None) -> list[Run]:

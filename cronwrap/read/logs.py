@@ -34,9 +34,13 @@ CHUNK = 1 << 20
 
 
 def show(ledger: base.Ledger, job: str, run_id: int | None, follow: bool,
-         log_dirs: list[Path], escape: bool) -> int:
-    """Print the run's output; with ``follow``, until the run ends or its lease expires."""
+         log_dirs: list[Path], escape: bool, attempt: int | None = None) -> int:
+    """Print the run's output; with ``follow``, until the run ends or its lease expires.
+    ``attempt``: an earlier attempt of the run (its output file is its own; following it
+    ends at once, as it has ended)."""
     run = _find(ledger, job, run_id)
+    if attempt is not None and attempt != run.attempt:
+        return _show_earlier(run, attempt, log_dirs, escape)
     if not run.log_path and run.status != Status.RUNNING:
         raise UsageError(f"{job}: run {run.run_id} has no captured output "
                          f"({safe_text(run.status)})")
@@ -55,6 +59,23 @@ def show(ledger: base.Ledger, job: str, run_id: int | None, follow: bool,
     if state == Status.ABANDONED:
         sys.stderr.write(f"cronwrap: {job}: run {run.run_id} was abandoned (its runner is gone "
                          "and its lease expired): above is the output it captured until then\n")
+    return 0
+
+
+def _show_earlier(run: Run, attempt: int, log_dirs: list[Path], escape: bool) -> int:
+    """Print the output of an attempt before the run's latest (the ledger keeps no path for
+    it: its file is found by run id and attempt, as every run's is)."""
+    if not 1 <= attempt < run.attempt:
+        had = "no attempt" if run.attempt == 0 else "attempt 1" if run.attempt == 1 \
+            else f"attempts 1-{run.attempt}"
+        raise UsageError(f"{run.job}: run {run.run_id} has no attempt {attempt} (it has {had}: "
+                         f"see cronwrap history {run.job})")
+    source, out = OutputFile(log_dirs, run.replace(attempt=attempt)), Terminal() if escape \
+        else Raw()
+    source.copy_to(out)
+    out.close()
+    if not source.close():
+        raise UsageError(source.not_found())
     return 0
 
 

@@ -176,17 +176,20 @@ def history(name: str, limit: int, as_json: bool, db: str | None) -> int:
         if not runs and opened.job_info(name) is None:
             raise UsageError(f"{name}: no such job in this ledger (check the name with "
                              "cronwrap status)")
+        attempts = opened.attempts(runs, taken)
     finally:
         opened.close()
     if as_json:
-        sys.stdout.write(_json([r.to_json(taken) for r in runs]) + "\n")
+        sys.stdout.write(_json([{**r.to_json(taken),
+                                 "attempts": [a.to_json() for a in attempts[r.run_id]]}
+                                for r in runs]) + "\n")
     else:
-        report.render_runs(runs, taken)
+        report.render_runs(runs, taken, attempts)
     return 0
 
 
-def logs(name: str, run_id: int | None, last: bool, follow: bool, raw: bool,
-         db: str | None) -> int:
+def logs(name: str, run_id: int | None, last: bool, attempt: int | None, follow: bool,
+         raw: bool, db: str | None) -> int:
     """``last`` (--last) is what no RUN_ID means anyway."""
     from cronwrap.read import logs as logview
 
@@ -195,7 +198,7 @@ def logs(name: str, run_id: int | None, last: bool, follow: bool, raw: bool,
     opened = ledger(db, read_only=True)
     try:
         return logview.show(opened, name, run_id, follow, dirs,
-                            escape=not raw and sys.stdout.isatty())
+                            escape=not raw and sys.stdout.isatty(), attempt=attempt)
     finally:
         opened.close()
 

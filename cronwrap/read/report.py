@@ -20,6 +20,7 @@ from cronwrap.textsafe import safe_text
 
 if TYPE_CHECKING:
     from cronwrap.ledger import base
+    from cronwrap.model import RunAttempt
     from cronwrap.read.picture import Picture
     from cronwrap.schedule import Explanation, Schedule
 
@@ -220,6 +221,11 @@ def status_cell(run: Run, now: datetime) -> Cell:
     return cell(text, _COLOURS.get(shown, "white"))
 
 
+def attempt_status_cell(attempt: RunAttempt) -> Cell:
+    text = attempt.status + (f" ({attempt.reason})" if attempt.reason else "")
+    return cell(text, _COLOURS.get(attempt.status, "white"))
+
+
 def cell(value: object, style: str = "") -> Cell:
     """Text for a person from anything the ledger holds: control characters escaped
     (textsafe), in a ``table.Cell``, which is never read as markup: ``[red]`` or ``:smile:``
@@ -258,12 +264,27 @@ def render_status(reports: list[JobReport], now: datetime) -> None:
     _write(render_table(STATUS_COLUMNS, rows, screen))
 
 
-def render_runs(runs: list[Run], now: datetime) -> None:
+def render_runs(runs: list[Run], now: datetime,
+                attempts: dict[int, list[RunAttempt]] | None = None) -> None:
+    """The runs table; with ``attempts`` (``Ledger.attempts``), a slot's earlier attempts
+    under its row, and the slot marked (``*`` after its attempt) when its job ran more than
+    once."""
+    rows = []
+    ran_again = False
+    for r in runs:
+        earlier = (attempts or {}).get(r.run_id, [])[:-1]
+        ran_again = ran_again or bool(earlier)
+        rows.append(_cells(str(r.run_id), r.run_key, r.trigger, status_cell(r, now),
+                           f"{r.attempt} *" if earlier else str(r.attempt), r.host or "-",
+                           ago(r.started_at, now), duration_text(r),
+                           "-" if r.exit_code is None else str(r.exit_code),
+                           str(r.fence or "-")))
+        rows += [_cells("", "", "", attempt_status_cell(a), str(a.attempt), a.host or "-",
+                        ago(a.started_at, now),
+                        "-" if a.duration_ms is None else format_duration(a.duration_ms / 1000),
+                        "-" if a.exit_code is None else str(a.exit_code), str(a.fence or "-"))
+                 for a in reversed(earlier)]
     screen = Screen.of_stdout()
-    rows = [_cells(str(r.run_id), r.run_key, r.trigger, status_cell(r, now), str(r.attempt),
-                   r.host or "-", ago(r.started_at, now), duration_text(r),
-                   "-" if r.exit_code is None else str(r.exit_code), str(r.fence or "-"))
-            for r in runs]
     out = []
     if runs:
         from cronwrap.read.picture import history_picture
@@ -271,6 +292,10 @@ def render_runs(runs: list[Run], now: datetime) -> None:
         picture = history_picture(runs, 60, now)
         out += [render_text(picture.plain(), screen, _offsets(picture)), "\n"]
     out.append(render_table(RUN_COLUMNS, rows, screen))
+    if ran_again:
+        out.append(render_text("* the job ran more than once for this slot: its earlier "
+                               "attempts are listed under it (cronwrap logs NAME RUN --attempt "
+                               "K prints one's output)", screen))
     last_bad = next((r for r in runs if r.status in BAD_STATUSES and r.error_tail), None)
     if last_bad is not None and last_bad.error_tail:
         heading = safe_text(f"last output of run {last_bad.run_id} ({last_bad.status}):")

@@ -178,6 +178,7 @@ def record_finish(inv: Invocation, ledger: base.Ledger, run: Run, result: Finish
             if not ledger.finish(run, result, wait=min(inv.spec.db_wait, FINISH_DB_WAIT)):
                 inv.event(Event.LEASE_LOST, run=run, status=result.status,
                           detail="the slot was taken over; its new runner's record stands")
+                keep_superseded(inv, ledger, run, result)
                 return False
             return True
         except LedgerError as exc:
@@ -197,3 +198,14 @@ def record_finish(inv: Invocation, ledger: base.Ledger, run: Run, result: Finish
     warn(f"could not record the end of run {run.run_id} ({error}); kept in the outbox for the "
          "next run on this host")
     return True
+
+
+def keep_superseded(inv: Invocation, ledger: base.Ledger, run: Run, result: Finish) -> None:
+    """The slot was taken over: keep this attempt's real end among the slot's attempts (the
+    job may have run to its end while this wrapper was stopped), for ``history``. One try:
+    the run log has it anyway, and the exit status does not depend on it."""
+    try:
+        ledger.record_superseded(run, result, wait=min(inv.spec.db_wait, FINISH_DB_WAIT))
+    except LedgerError as exc:
+        warn(f"could not keep the end of run {run.run_id} attempt {run.attempt} among its "
+             f"attempts: {exc}")

@@ -117,6 +117,49 @@ def test_a_job_that_ran_to_its_end_under_a_stopped_wrapper_exits_superseded(host
     (run,) = ledger_runs(b, "q")
     assert (run["host"], run["attempt"], run["status"]) == ("b", 2, "succeeded")
     assert [e for e in a.events() if e["event"] == "lease_lost"], a.events()
+    # Both attempts are on the shared record: the first ran its job to its end (exit 0)
+    # although its wrapper could not record it over the new runner's.
+    first, second = run["attempts"]
+    assert (first["attempt"], first["host"], first["exit_code"]) == (1, "a", 0)
+    assert first["reason"] in ("superseded", "lease_lost") and first["fence"] < run["fence"]
+    assert first["finished_at"] is not None and first["duration_ms"] >= 3000
+    assert (second["attempt"], second["host"], second["status"]) == (2, "b", "succeeded")
+    table = b("history", "q", check_rc=0).stdout.decode()
+    assert "2 *" in table and "ran more than once" in table
+
+
+def test_a_takeover_keeps_both_attempts_and_each_ones_output(hosts, tmp_path):
+    """Issue 22 §3: after a takeover the killed first attempt stays in the shared ledger
+    (abandoned, superseded; its host, fence and start), and its output stays readable on its
+    host with logs --attempt 1."""
+    a, b = hosts("a", "b")
+    same_minute(25)
+    ready = tmp_path / "ready"
+    runner = a.popen("run", "-n", "t", "--lease", "3", "--", "sh", "-c",
+                     f"echo first attempt on $CRONWRAP_HOST; touch {ready}; sleep 60")
+    wait_for(ready.exists, what="job start")
+    kill_runner(a, "t", signal.SIGKILL)
+    runner.wait(10)
+    wait_for(lambda: b("run", "-n", "t", "--lease", "3", "--skip-exit-code", "99", "--", "sh",
+                       "-c", "echo second attempt on $CRONWRAP_HOST").returncode == 0,
+             timeout=15, what="the takeover")
+    (run,) = ledger_runs(b, "t")
+    assert (run["host"], run["attempt"], run["status"]) == ("b", 2, "succeeded")
+    first, second = run["attempts"]
+    assert {k: first[k] for k in ("attempt", "status", "reason", "host", "exit_code",
+                                  "finished_at")} == dict(
+        attempt=1, status="abandoned", reason="superseded", host="a", exit_code=None,
+        finished_at=None)
+    assert first["fence"] < second["fence"] == run["fence"] and first["started_at"]
+    assert (second["attempt"], second["host"], second["exit_code"]) == (2, "b", 0)
+    run_id = str(run["run_id"])
+    assert a("logs", "t", run_id, "--attempt", "1", check_rc=0).stdout == b"first attempt on a\n"
+    assert b("logs", "t", run_id, "--attempt", "2", check_rc=0).stdout == b"second attempt on b\n"
+    assert b("logs", "t", run_id, check_rc=0).stdout == b"second attempt on b\n"
+    refused = b("logs", "t", run_id, "--attempt", "3")
+    assert refused.returncode == 125 and b"has no attempt 3" in refused.stderr
+    missing = b("logs", "t", run_id, "--attempt", "1")  # host a's file is not on host b
+    assert missing.returncode == 125 and b"attempt 1" in missing.stderr
 
 
 @pytest.fixture

@@ -365,6 +365,69 @@ def test_tallies_count_every_end_and_never_go_down(ledger, clock):
     assert ledger.tallies(["settle"])["settle"].ends == tally.ends
 
 
+def _attempts(ledger, clock, run):
+    now = datetime.fromtimestamp(clock.t, timezone.utc)
+    return [(a.attempt, a.status, a.reason, a.host, a.fence, a.exit_code)
+            for a in ledger.attempts([ledger.get_run(run.job, run.run_id)], now)[run.run_id]]
+
+
+def test_every_attempt_of_a_slot_is_kept(ledger, clock):
+    """A takeover keeps the attempt it replaced (abandoned, superseded: its end unknown), a
+    retry keeps the attempt it follows with its end, and the row's latest comes last."""
+    first = ledger.claim(req("k1")).run
+    assert _attempts(ledger, clock, first) == [(1, "running", None, "h1", first.fence, None)]
+    clock.advance(61)
+    second = ledger.claim(req("k1", host="h2")).run
+    assert not ledger.finish(first, done())
+    assert ledger.finish(second, done("failed", 3))
+    third = ledger.claim(req("k1", host="h3", max_attempts=3)).run
+    assert ledger.finish(third, done())
+    kept = ledger.attempts([ledger.get_run("settle", first.run_id)],
+                           datetime.fromtimestamp(clock.t, timezone.utc))[first.run_id]
+    assert [(a.attempt, a.status, a.reason, a.host, a.fence, a.exit_code) for a in kept] == [
+        (1, "abandoned", "superseded", "h1", first.fence, None),
+        (2, "failed", None, "h2", second.fence, 3),
+        (3, "succeeded", None, "h3", third.fence, 0)]
+    assert kept[0].started_at == first.started_at and kept[0].finished_at is None
+    assert kept[1].finished_at is not None and kept[1].duration_ms == 5
+    assert ledger.attempts([], datetime.fromtimestamp(clock.t, timezone.utc)) == {}
+
+
+def test_a_superseded_runner_keeps_its_attempts_real_end_and_nothing_else(ledger, clock):
+    """The stopped wrapper's job ran to its end: its end is kept over the abandoned record,
+    at its start + duration; the row stays its new runner's, and the end of an attempt
+    another fence holds is never written over."""
+    first = ledger.claim(req("k1")).run
+    clock.advance(61)
+    second = ledger.claim(req("k1", host="h2")).run
+    end = done().replace(duration_ms=90_000)
+    assert not ledger.finish(first, end)
+    ledger.record_superseded(first, end)
+    ledger.record_superseded(first, end)  # a retry writes the same
+    assert ledger.get_run("settle", first.run_id).status == "running"  # h2's, untouched
+    assert _attempts(ledger, clock, first) == [
+        (1, "succeeded", "superseded", "h1", first.fence, 0),
+        (2, "running", None, "h2", second.fence, None)]
+    kept = ledger.attempts([ledger.get_run("settle", first.run_id)],
+                           datetime.fromtimestamp(clock.t, timezone.utc))[first.run_id][0]
+    assert kept.finished_at == first.started_at + timedelta(seconds=90)
+    ledger.record_superseded(first.replace(fence=second.fence + 7), done("failed", 9))
+    assert _attempts(ledger, clock, first)[0][1:] == ("succeeded", "superseded", "h1",
+                                                      first.fence, 0)
+    ledger.record_superseded(first, done("killed", 137).replace(skip_reason="lease_lost"))
+    assert _attempts(ledger, clock, first)[0][1:3] == ("killed", "lease_lost")
+
+
+def test_prune_takes_a_runs_attempts_with_it(ledger, clock):
+    first = ledger.claim(req("k1")).run
+    clock.advance(61)
+    ledger.finish(ledger.claim(req("k1", host="h2")).run, done())
+    clock.advance(86400 * 30)
+    assert ledger.prune(datetime.fromtimestamp(clock.t, timezone.utc), keep_last=0)
+    ledger.record_superseded(first, done())  # its row is gone: nothing to keep it for
+    assert ledger.runs("settle") == []
+
+
 # -- the contract as an abstract base class ------------------------------------------------
 
 def test_every_back_end_is_the_contract_and_one_without_an_operation_cannot_be_built(ledger):

@@ -57,7 +57,11 @@ def released(backend: str) -> dict[str, list[dict]]:
 
 def assert_reads_as_released(row: dict, old: dict) -> None:
     """Every field as the release showed it. A row that was running then shows abandoned now
-    (its lease has long expired); fields added since are null for it."""
+    (its lease has long expired); fields added since are null for it, but for the attempts
+    history lists: only the row's own (the release kept no earlier one)."""
+    row = dict(row)
+    if "attempts" in row:
+        assert [a["attempt"] for a in row.pop("attempts")] == [old["attempt"]][:old["attempt"]]
     expected = dict(old, status=Status.ABANDONED if old["status"] == Status.RUNNING else old["status"])
     assert {k: row.get(k, "(missing)") for k in expected} == expected
     assert {k: row[k] for k in set(row) - set(expected)} == dict.fromkeys(set(row) - set(expected))
@@ -447,6 +451,49 @@ def test_db_init_creates_the_claim_function_again_on_a_current_schema(cw, pg_dsn
     assert marker.exists()
     assert cw.json("history", "repair", "--json", "--db", pg_dsn)[0]["status"] == "succeeded"
     cw("prune", "--older-than", "1s", "--db", pg_dsn, check_rc=0)  # cronwrap_settings is back
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres",
+                                                            marks=pytest.mark.postgres)])
+def test_the_previous_release_s_takeover_and_finish_are_kept_among_the_attempts(
+        backend, previous, home, tmp_path, request):
+    """Issue 22 §3 on an upgraded ledger: the triggers of expansion 2 keep the attempts that a
+    wrapper of the previous release (which knows nothing of them) takes over and finishes."""
+    from datetime import datetime, timezone
+
+    from cronwrap.model import ClaimRequest, JobInfo
+
+    new, old = wrappers(home, previous)
+    db = request.getfixturevalue("pg_dsn") if backend == "postgres" else \
+        f"sqlite://{tmp_path / 'ledger.db'}"
+    old("db", "init", "--db", db, check_rc=0)
+    new("db", "upgrade", "--db", db, check_rc=0)
+    hour_ago = lambda: time.time() - 3600  # noqa: E731: a claim whose lease expired long ago
+    if backend == "sqlite":
+        from cronwrap.ledger.sqlite import SqliteLedger
+
+        dead = SqliteLedger(Path(db[len("sqlite://"):]), clock=hour_ago)
+    else:
+        from cronwrap.ledger.postgres import PostgresLedger
+
+        dead = PostgresLedger(db, clock=hour_ago)
+    try:
+        first = dead.claim(ClaimRequest(
+            job=JobInfo("compat"), run_key="2026-03-01", trigger="manual", host="gone-host",
+            scheduled_at=datetime(2026, 3, 1, 3, tzinfo=timezone.utc), pid=1, pid_start=1,
+            lease=3.0)).run
+    finally:
+        dead.close()
+    old("run", "--db", db, *COMPAT_JOB, "--date", "2026-03-01", "--", "true", check_rc=0)
+    ledger = ledger_of(db)
+    try:
+        (run,) = ledger.runs("compat", 10)
+        kept = ledger.attempts([run], ledger.now())[run.run_id]
+    finally:
+        ledger.close()
+    assert [(a.attempt, a.status, a.reason, a.host, a.fence) for a in kept] == [
+        (1, "abandoned", "superseded", "gone-host", first.fence),
+        (2, "succeeded", None, run.host, run.fence)]
 
 
 @pytest.mark.postgres

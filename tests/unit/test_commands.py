@@ -66,7 +66,8 @@ def test_the_lean_parser_fills_in_the_defaults_of_the_table():
     assert parse(commands.BY_NAME["history"], ["j"]) == {
         "name": "j", "limit": 20, "as_json": False, "db": None}
     assert parse(commands.BY_NAME["logs"], ["j", "3", "-f"]) == {
-        "name": "j", "run_id": 3, "last": False, "follow": True, "raw": False, "db": None}
+        "name": "j", "run_id": 3, "last": False, "attempt": None, "follow": True, "raw": False,
+        "db": None}
 
 
 @pytest.mark.parametrize("args", [

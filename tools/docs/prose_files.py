@@ -79,7 +79,8 @@ EXIT_STATUS: tuple[Block, ...] = (
     (f"`{errors.EXIT_SUPERSEDED}`", "The run's lease was lost: another host took its slot "
                                     "over, and that run's record stands. The job was ended "
                                     "(`killed`, `lease_lost`), or ran to its end while this "
-                                    "wrapper was stopped; its end is only in the run log."),
+                                    "wrapper was stopped; its end is kept among the slot's "
+                                    "attempts (`history`) and in the run log."),
     (f"`--skip-exit-code` (default {SKIP_EXIT})",
      "Nothing ran: the job is running, or its slot is already claimed or done."),
     "When one firing runs several slots (catch-up), it exits with the status of the first run "
@@ -284,7 +285,8 @@ LEDGER: tuple[Block, ...] = (
     "Takeover: the next claim of an abandoned slot, from any host, takes it with attempt + 1 "
     "and a larger fence. A holder that was only paused (a stopped VM, a network partition) "
     "finds its lease lost at its next renewal, or by its own clock once a whole lease passed "
-    "without one; it ends its job and records nothing over the new runner. So a slot may run "
+    "without one; it ends its job and records nothing over the new runner: its attempt's "
+    "end is kept among the slot's attempts (`history`), beside the new runner's. So a slot may run "
     "twice, the first time partially: a job should be idempotent, keyed by "
     "`CRONWRAP_RUN_KEY`, and may reject writes that carry a fence smaller than one it has "
     "seen (`CRONWRAP_FENCE`).",

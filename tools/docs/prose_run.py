@@ -170,16 +170,28 @@ COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
         + MARK_WORDS + "), under it a sparkline of their durations scaled to the longest, and a "
         "legend with the counts. Below the table, the last lines of output of the newest run "
         "that failed, timed out or was killed (its `error_tail`). " + LOCALE_NOTE,
+        "Every attempt at a slot is kept: a retry, and a takeover of an attempt whose runner "
+        "died or was stopped, leave the attempt before them on the record. A slot whose job "
+        "ran more than once has `*` after its attempt number, and its earlier attempts are "
+        "listed under it: status (a taken-over attempt is `abandoned (superseded)` unless its "
+        "wrapper came back to record its own end, as a job that ran to its end while its "
+        "wrapper was stopped does), host, start, duration, exit code and fence. Attempts "
+        "before a ledger was upgraded to keep them are not known.",
         "`--json`: an array of runs, newest first, each with `run_id`, `job`, `run_key`, "
         "`scheduled_at`, `trigger`, `status`, `skip_reason`, `attempt`, `host`, `pid`, "
         "`started_at`, `finished_at`, `duration_ms`, `exit_code`, `signal`, `fence` and a few "
-        "more; times in ISO 8601 with offset, unknown values null.",
+        "more; times in ISO 8601 with offset, unknown values null. Its `attempts` lists every "
+        "attempt kept, oldest first, the run's latest last: `attempt`, `status`, `reason` "
+        "(`superseded`: its slot was taken over; `lease_lost`), `host`, `fence`, `started_at`, "
+        "`finished_at`, `duration_ms`, `exit_code`, `signal`.",
     ),
     "logs": (
         "The captured output of the run (standard output and error as they came, bounded as "
         "described under FILES); the newest run that is not a skip by default. `--follow` "
         "keeps printing until the run ends, or until it is abandoned (its runner died and its "
-        "lease expired), which it then says on standard error.",
+        "lease expired), which it then says on standard error. `--attempt` *K* prints an "
+        "earlier attempt of the run (each attempt has its own file, on the host that ran it: "
+        "`history` names the host).",
         "The output is read only from the log directories configured on this host "
         "(`CRONWRAP_LOG_DIR`, `log-dir` in the configuration file's `[jobs.`*NAME*`]` or "
         "`[defaults]`, and the default *LOGS*), as *NAME*`/`*RUN_ID*`.`*ATTEMPT*`.log`: never "

@@ -155,6 +155,75 @@ CREATE TRIGGER cronwrap_runs_end_updated AFTER UPDATE OF status ON cronwrap_runs
   WHEN (NEW.status NOT IN ('running', 'pending') AND NEW.status IS DISTINCT FROM OLD.status)
   EXECUTE FUNCTION cronwrap_count_end();
 
+-- name: expansion_2
+-- Every attempt at a slot (issue 22 §3): a runs row holds only the latest, so a takeover or a
+-- retry rewrote the attempt before it. Triggers keep each one in cronwrap_attempts, keyed by
+-- (run id, attempt), whichever cronwrap writes the row: when a running row is taken over
+-- (its attempts rise) the attempt it held is kept as `abandoned`, reason `superseded`, with
+-- its host, fence and start (its end is not known: its runner was gone, or stopped). When a
+-- running row reaches an end (an attempt's finish), the attempt is kept with that end. A
+-- wrapper whose finish was refused because its slot was taken over writes its attempt's real
+-- end over the `abandoned` one (attempt_superseded), so a job that ran to its end under a
+-- stopped wrapper is on the record. Nothing here is read by a claim: prune deletes a run's
+-- attempts with the run (the foreign key), and cronwrap_claim() is unchanged.
+CREATE TABLE IF NOT EXISTS cronwrap_attempts (
+  run_id bigint NOT NULL REFERENCES cronwrap_runs (id) ON DELETE CASCADE,
+  attempt integer NOT NULL,
+  status text NOT NULL,
+  reason text,
+  host text,
+  fence bigint,
+  started_at timestamptz,
+  finished_at timestamptz,
+  duration_ms bigint,
+  exit_code integer,
+  signal integer,
+  PRIMARY KEY (run_id, attempt)
+);
+CREATE OR REPLACE FUNCTION cronwrap_keep_attempt() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.attempts > OLD.attempts THEN
+    INSERT INTO cronwrap_attempts (run_id, attempt, status, reason, host, fence, started_at)
+    VALUES (OLD.id, OLD.attempts, 'abandoned', 'superseded', OLD.host, OLD.fence,
+            OLD.started_at)
+    ON CONFLICT (run_id, attempt) DO NOTHING;
+  ELSE
+    INSERT INTO cronwrap_attempts AS a (run_id, attempt, status, reason, host, fence,
+                                        started_at, finished_at, duration_ms, exit_code, signal)
+    VALUES (NEW.id, NEW.attempts, NEW.status, NEW.skip_reason, NEW.host, NEW.fence,
+            NEW.started_at, NEW.finished_at, NEW.duration_ms, NEW.exit_code, NEW.signal)
+    ON CONFLICT (run_id, attempt) DO UPDATE SET status = excluded.status,
+      reason = excluded.reason, host = excluded.host, fence = excluded.fence,
+      started_at = excluded.started_at, finished_at = excluded.finished_at,
+      duration_ms = excluded.duration_ms, exit_code = excluded.exit_code,
+      signal = excluded.signal;
+  END IF;
+  RETURN NULL;
+END
+$$;
+DROP TRIGGER IF EXISTS cronwrap_runs_attempt_kept ON cronwrap_runs;
+CREATE TRIGGER cronwrap_runs_attempt_kept AFTER UPDATE ON cronwrap_runs FOR EACH ROW
+  WHEN (OLD.status = 'running' AND (NEW.attempts > OLD.attempts
+        OR NEW.status NOT IN ('running', 'pending')))
+  EXECUTE FUNCTION cronwrap_keep_attempt();
+
+-- name: attempt_superseded
+-- A wrapper's own end of an attempt whose slot was taken over (its finish matched nothing):
+-- written over the trigger's `abandoned` record of that attempt, never over another fence's,
+-- and not at all once prune has deleted the run.
+INSERT INTO cronwrap_attempts AS a (run_id, attempt, status, reason, host, fence, started_at,
+                                    finished_at, duration_ms, exit_code, signal)
+SELECT id, %(attempt)s, %(status)s, %(reason)s, %(host)s, %(fence)s, %(started_at)s,
+  %(finished_at)s, %(duration_ms)s, %(exit_code)s, %(signal)s
+FROM cronwrap_runs WHERE id = %(id)s
+ON CONFLICT (run_id, attempt) DO UPDATE SET status = excluded.status, reason = excluded.reason,
+  finished_at = excluded.finished_at, duration_ms = excluded.duration_ms,
+  exit_code = excluded.exit_code, signal = excluded.signal
+WHERE a.fence IS NOT DISTINCT FROM excluded.fence
+
+-- name: attempts_of_runs
+SELECT * FROM cronwrap_attempts WHERE run_id = ANY(%(ids)s) ORDER BY run_id, attempt
+
 -- name: duration_bucket
 INSERT INTO cronwrap_duration_buckets (le_ms) VALUES (%(le_ms)s) ON CONFLICT DO NOTHING
 

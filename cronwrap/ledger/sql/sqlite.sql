@@ -107,6 +107,65 @@ BEGIN
   INSERT INTO run_ends VALUES (NEW.job, NEW.status, NEW.duration_ms);
 END;
 
+-- name: expansion_2
+-- Every attempt at a slot, as postgres.sql's expansion_2 says (the same records, the same
+-- triggers). A run row deleted by prune takes its attempts with it (runs_attempts_pruned:
+-- SQLite enforces no foreign key unless asked).
+CREATE TABLE IF NOT EXISTS attempts (
+  run_id INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  reason TEXT,
+  host TEXT,
+  fence INTEGER,
+  started_at REAL,
+  finished_at REAL,
+  duration_ms INTEGER,
+  exit_code INTEGER,
+  signal INTEGER,
+  PRIMARY KEY (run_id, attempt)
+);
+CREATE TRIGGER IF NOT EXISTS runs_attempt_taken_over AFTER UPDATE ON runs
+WHEN OLD.status = 'running' AND NEW.attempts > OLD.attempts
+BEGIN
+  INSERT INTO attempts (run_id, attempt, status, reason, host, fence, started_at)
+  VALUES (OLD.id, OLD.attempts, 'abandoned', 'superseded', OLD.host, OLD.fence, OLD.started_at)
+  ON CONFLICT (run_id, attempt) DO NOTHING;
+END;
+CREATE TRIGGER IF NOT EXISTS runs_attempt_ended AFTER UPDATE ON runs
+WHEN OLD.status = 'running' AND NEW.attempts <= OLD.attempts
+  AND NEW.status NOT IN ('running', 'pending')
+BEGIN
+  INSERT INTO attempts (run_id, attempt, status, reason, host, fence, started_at, finished_at,
+                        duration_ms, exit_code, signal)
+  VALUES (NEW.id, NEW.attempts, NEW.status, NEW.skip_reason, NEW.host, NEW.fence,
+          NEW.started_at, NEW.finished_at, NEW.duration_ms, NEW.exit_code, NEW.signal)
+  ON CONFLICT (run_id, attempt) DO UPDATE SET status = excluded.status,
+    reason = excluded.reason, host = excluded.host, fence = excluded.fence,
+    started_at = excluded.started_at, finished_at = excluded.finished_at,
+    duration_ms = excluded.duration_ms, exit_code = excluded.exit_code,
+    signal = excluded.signal;
+END;
+CREATE TRIGGER IF NOT EXISTS runs_attempts_pruned AFTER DELETE ON runs
+BEGIN
+  DELETE FROM attempts WHERE run_id = OLD.id;
+END;
+
+-- name: attempt_superseded
+INSERT INTO attempts (run_id, attempt, status, reason, host, fence, started_at, finished_at,
+                      duration_ms, exit_code, signal)
+SELECT id, :attempt, :status, :reason, :host, :fence, :started_at, :finished_at,
+  :duration_ms, :exit_code, :signal
+FROM runs WHERE id = :id
+ON CONFLICT (run_id, attempt) DO UPDATE SET status = excluded.status, reason = excluded.reason,
+  finished_at = excluded.finished_at, duration_ms = excluded.duration_ms,
+  exit_code = excluded.exit_code, signal = excluded.signal
+WHERE attempts.fence IS excluded.fence
+
+-- name: attempts_of_runs
+SELECT * FROM attempts WHERE run_id IN (SELECT value FROM json_each(:ids))
+ORDER BY run_id, attempt
+
 -- name: expansion
 SELECT value FROM meta WHERE key = 'expansion'
 
