@@ -138,6 +138,11 @@ def test_a_takeover_keeps_both_attempts_and_each_ones_output(hosts, tmp_path):
     runner = a.popen("run", "-n", "t", "--lease", "3", "--", "sh", "-c",
                      f"echo first attempt on $CRONWRAP_HOST; touch {ready}; sleep 60")
     wait_for(ready.exists, what="job start")
+
+    def captured() -> bool:  # the wrapper has taken the line from the pipe into its file
+        return any(b"first attempt" in f.read_bytes() for f in (a.home / "logs" / "t").glob("*.log"))
+
+    wait_for(captured, what="the first attempt's output captured")
     kill_runner(a, "t", signal.SIGKILL)
     runner.wait(10)
     wait_for(lambda: b("run", "-n", "t", "--lease", "3", "--skip-exit-code", "99", "--", "sh",
