@@ -180,8 +180,7 @@ def history(name: str, limit: int, as_json: bool, db: str | None) -> int:
     finally:
         opened.close()
     if as_json:
-        sys.stdout.write(_json([{**r.to_json(taken),
-                                 "attempts": [a.to_json() for a in attempts[r.run_id]]}
+        sys.stdout.write(_json([report.history_json(r, attempts[r.run_id], taken)
                                 for r in runs]) + "\n")
     else:
         report.render_runs(runs, taken, attempts)

@@ -177,6 +177,11 @@ def schedule_state(summary: JobSummary, now: datetime) -> tuple[datetime | None,
     return plan.next_after(now), late
 
 
+def history_json(run: Run, attempts: list[RunAttempt], now: datetime) -> dict[str, object]:
+    """A run as ``history --json`` and serve's history API show it: with its attempts."""
+    return {**run.to_json(now), "attempts": [a.to_json() for a in attempts]}
+
+
 def run_json(run: Run | None, now: datetime) -> dict[str, object] | None:
     return None if run is None else run.to_json(now)
 

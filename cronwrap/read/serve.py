@@ -38,7 +38,7 @@ from urllib.parse import parse_qs, unquote, unquote_plus
 from cronwrap import schedule as sched
 from cronwrap.commands import default
 from cronwrap.errors import CronwrapError, PathError, UsageError
-from cronwrap.model import JobSummary, Run, Status
+from cronwrap.model import JobSummary, Run, RunAttempt, Status
 from cronwrap.options.durations import parse_duration
 from cronwrap.paths import ensure_private_dir, file_name, open_private, resolve_dirs
 from cronwrap.read import pages
@@ -441,21 +441,22 @@ class Dashboard:
             return text(400, "before: a run id (a positive number)")
         count = int(limit)
 
-        def work(ledger: base.Ledger, now: datetime) -> tuple[list[Run], datetime] | None:
+        def work(ledger: base.Ledger, now: datetime
+                 ) -> tuple[list[Run], dict[int, list[RunAttempt]], datetime] | None:
             runs = ledger.runs(name, count + 1, before=None if before is None else int(before))
             if not runs and ledger.job_info(name) is None:
                 return None
-            return runs, now
+            return runs, ledger.attempts(runs[:count], now), now
 
         found = self.read(work)
         if found is None:
             return Response(404, b"[]\n", JSON, [])
-        runs, now = found
+        runs, attempts, now = found
         extra = []
         if len(runs) > count:  # older runs: the next page's URL, relative to this one
             runs = runs[:count]
             extra.append(("Link", f'<history?limit={count}&before={runs[-1].run_id}>; rel="next"'))
-        return self.json(runs, lambda r: r.to_json(now), extra)
+        return self.json(runs, lambda r: report.history_json(r, attempts[r.run_id], now), extra)
 
     def json(self, items: Sequence[T], encode: Callable[[T], dict[str, object]],
              extra: list[tuple[str, str]] | None = None) -> Response:
