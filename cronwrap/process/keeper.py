@@ -214,6 +214,8 @@ class Keeper:
                                      cwd=spec.cwd, pass_fds=spec.pass_fds)
         except OSError as exc:
             return spawn_failure(spec, exc)
+        for fd in spec.pass_fds:  # the job's now (the flock): held by it alone, so the lock is
+            os.close(fd)          # free the moment the job is gone, whenever the keeper ends
         self._main_pid = self._proc.pid
         self._tree = procs.Tree(procs.identify(self._main_pid),
                                 root=procs.ProcessId(os.getpid(), 0), group=True)
