@@ -28,7 +28,7 @@ from cronwrap.stdio import warn, write_utf8
 # What every command reads first (ledger, config file, log directories) lives in reads.py, where
 # the read commands run without typer.
 from cronwrap.read.reads import config as _config, ledger as _ledger, ledger_url as _ledger_url
-from cronwrap.read.reads import log_dirs as _log_dirs, now as _now
+from cronwrap.read.reads import host_option as _host, log_dirs as _log_dirs, now as _now, one_job
 
 if TYPE_CHECKING:
     from cronwrap.crontab.lint import Finding
@@ -117,15 +117,16 @@ def _name(name: str) -> str:
     return job_name(name, "NAME")
 
 
-def unlock(name: str, lock_file: str | None, db: str | None) -> int:
+def unlock(name: str, lock_file: str | None, host: str | None, db: str | None) -> int:
     from cronwrap.process import locks
     from cronwrap.textsafe import safe_text
 
     name = _name(name)
+    host = _host(host)
     path, lock_dir = _lock_file(name, lock_file)  # a bad path stops unlock before any change
     ledger = _ledger(db)
     try:
-        released = ledger.unlock(name)
+        released = ledger.unlock(one_job(ledger, name, host))
     finally:
         ledger.close()
     for r in released:

@@ -105,6 +105,12 @@ DB = option("--db", "db", "URL", "Ledger URL (default: CRONWRAP_DB, then db in t
 JSON_RUNS = option("--json", "as_json", None, "Print a JSON array of runs, newest first, each "
                    "with its attempts (\"attempts\": every attempt the ledger kept, oldest "
                    "first: status, reason, host, fence, start, end, exit code).")
+HOST = option("--host", "host", "HOST", "The runs of a host-scoped job (--scope host) on HOST "
+              "(default: this host's, by the identity its runs write: CRONWRAP_HOST, host in "
+              "the config file, the hostname; else the job's only host's). A fleet job's runs "
+              "are every host's: --host is refused for it.")
+HOSTS = option("--host", "host", "HOST", "Only the rows of host-scoped jobs (--scope host) "
+               "for this host; fleet jobs, which belong to no one host, are left out.")
 CRONTAB = argument("file", "FILE", "Crontab file, or - for standard input.", default="-")
 SYSTEM = option("--system", "system", None, "The file has a user field (/etc/crontab, "
                 "/etc/cron.d/*); default: from its path.", off="--user", default=None)
@@ -130,14 +136,14 @@ COMMANDS: tuple[Command, ...] = (
                        "has not succeeded for this long (a unit is required: 26h)."),
                 option("--warn-duration", "warn_duration", "DURATION", "With --check: WARNING "
                        "when a run has been running longer than this (a unit is required: 2h)."),
-                DB), "cronwrap.read.reads:status", lean=True),
+                HOSTS, DB), "cronwrap.read.reads:status", lean=True),
     Command("history", "The runs of one job, newest first; a job the ledger does not know is "
             "an error (exit 125). A slot whose job ran more than once (a retry, or a takeover "
             "of an attempt whose runner died or was stopped) is marked with *, its earlier "
             "attempts listed under it.", (
         JOB,
         option("--limit", "limit", "N", "At most this many runs.", kind=(1, 100000), default=20),
-        JSON_RUNS, DB), "cronwrap.read.reads:history", lean=True),
+        JSON_RUNS, HOST, DB), "cronwrap.read.reads:history", lean=True),
     Command("logs", "Print the captured output of a run, read only from this host's log "
             "directories (CRONWRAP_LOG_DIR, log-dir in the config file, the default): never "
             "from a path the ledger names, never through a symlink.", (
@@ -153,7 +159,7 @@ COMMANDS: tuple[Command, ...] = (
                 option("--raw", "raw", None, "Copy the output byte for byte to a terminal too "
                        "(there, control characters are otherwise shown escaped, e.g. \\x1b; "
                        "piped output is always exact)."),
-                DB), "cronwrap.read.reads:logs", lean=True),
+                HOST, DB), "cronwrap.read.reads:logs", lean=True),
     Command("unlock", "Expire the leases of a job's running runs, for an operator who knows "
             "the holder is dead; and tell who holds the job's local lock on this host (wrapper "
             "and job PIDs, alive or gone). A lock a live process holds is never broken; a PID "
@@ -162,7 +168,7 @@ COMMANDS: tuple[Command, ...] = (
                 option("--lock-file", "lock_file", "PATH", "The job's lock file, when its "
                        "crontab line gives --lock-file (default: CRONWRAP_LOCK_FILE, lock-file "
                        "in the config file, else NAME.lock in cronwrap's lock directory)."),
-                DB), "cronwrap.admin:unlock"),
+                HOST, DB), "cronwrap.admin:unlock"),
     Command("explain", "The next fire times of a schedule, and what a person should know "
             "about it.", (
                 argument("expression", "EXPRESSION", "A cron expression (5 fields or @daily "

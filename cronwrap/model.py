@@ -27,6 +27,33 @@ def valid_name(text: str) -> bool:
     return 0 < len(text) <= 128 and text[0] in ALNUM and _NAME_CHARS.issuperset(text)
 
 
+SCOPES = ("fleet", "host")
+# Between a host-scoped job's name and its host in the ledger's name for that host's runs: a
+# character no job name and no host name holds (both are printable), so no fleet job's name
+# can ever be one host's share of a host-scoped job.
+HOST_SEPARATOR = "\x1f"
+
+
+def ledger_job(name: str, host: str | None) -> str:
+    """The ledger's name for a job: NAME for a fleet job (host None), whose slots the whole
+    fleet shares, and NAME + HOST_SEPARATOR + HOST for one host's runs of a host-scoped job,
+    which are a job of their own to the ledger: their own slots, lease, fence and history."""
+    return name if host is None else f"{name}{HOST_SEPARATOR}{host}"
+
+
+def job_host(job: str) -> tuple[str, str | None]:
+    """(name, host) of a ledger's job name; host None for a fleet job."""
+    name, _, host = job.partition(HOST_SEPARATOR)
+    return name, host or None
+
+
+def shown_job(job: str) -> str:
+    """A ledger's job name as a person reads it: NAME, or NAME@HOST for a host's runs of a
+    host-scoped job (written as cronwrap's read commands accept it, NAME --host HOST)."""
+    name, host = job_host(job)
+    return name if host is None else f"{name}@{host}"
+
+
 class Status(StrEnum):
     """A run's status, as the ledger stores it (ABANDONED is only ever shown)."""
 
@@ -247,6 +274,7 @@ class Run(Record):
         for key in ("scheduled_at", "locked_until", "started_at", "finished_at"):
             data[key] = iso(data[key])
         data["status"] = self.shown_status(now)
+        data["job"] = job_host(self.job)[0]  # a host-scoped job's host is the run's own
         return data
 
 

@@ -94,6 +94,15 @@ class Ledger(ABC):
         """
 
     @abstractmethod
+    def jobs_named(self, name: str) -> list[str]:
+        """The ledger's jobs that ``name`` names, sorted: the job itself (fleet scope) and
+        each host's share of it (host scope, ``model.ledger_job``); empty for a name it has not
+        seen.
+
+        :raises LedgerError: nothing was read; a retry is safe.
+        """
+
+    @abstractmethod
     def slot_history(self, job: str, since: datetime) -> SlotHistory:
         """The newest scheduled slot seen for ``job`` (None: none yet; manual runs do not
         count), its run keys of slots scheduled since ``since``, and which of those are

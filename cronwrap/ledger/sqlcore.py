@@ -156,6 +156,10 @@ class SqlLedger(Ledger):
         return JobInfo(row["name"], row["schedule"], row["tz"], row["key_template"],
                        row["settings"])
 
+    def jobs_named(self, name: str) -> list[str]:
+        with self._tx(write=False) as cur:
+            return [row["name"] for row in self._all(cur, "jobs_named", job=name)]
+
     def record_marks(self, req: ClaimRequest, marks: Sequence[Mark]) -> int:
         recorded = 0
         with self._tx() as cur:

@@ -15,7 +15,7 @@ import signal as _signal
 from pathlib import Path
 
 from cronwrap.errors import UsageError
-from cronwrap.model import ALNUM, Status, valid_name
+from cronwrap.model import ALNUM, SCOPES, Status, valid_name
 from cronwrap.options.durations import DurationTooLarge, parse_duration
 from cronwrap.record import TYPE_CHECKING, Record
 
@@ -322,6 +322,11 @@ OPTIONS: tuple[Option, ...] = (
            "Identity", job_name, "NAME", short="n"),
     Option("host", "Host identity written to the ledger (default: the hostname).",
            "Identity", host_name, "NAME"),
+    Option("scope", "fleet: one run per slot across every host that shares the ledger (the "
+           "crontab line on many hosts runs once); host: one run per slot on each host (log "
+           "cleanup, local backups), each host's runs with their own overlap, catch-up, missed "
+           "slots and health, shown as NAME@HOST.", "Identity", choice(*SCOPES), "fleet|host",
+           "fleet"),
     Option("overlap", "What to do while another run of this job is running: skip it, wait "
            "for it, replace it (end it as a timeout would), or allow both.", "Overlap",
            choice(*OVERLAPS), "skip|wait|replace|allow", "skip"),
@@ -481,6 +486,7 @@ class JobSpec(Record):
     command: list[str]
     name: str
     host: str
+    scope: str
     overlap: str
     wait_timeout: float
     lock: str

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from cronwrap.errors import PathError, UsageError
-from cronwrap.model import Run, Status
+from cronwrap.model import Run, Status, shown_job
 from cronwrap.record import TYPE_CHECKING
 from cronwrap.run.runlog import output_path
 from cronwrap.textsafe import safe_text
@@ -42,7 +42,7 @@ def show(ledger: base.Ledger, job: str, run_id: int | None, follow: bool,
     if attempt is not None and attempt != run.attempt:
         return _show_earlier(run, attempt, log_dirs, escape)
     if not run.log_path and run.status != Status.RUNNING:
-        raise UsageError(f"{job}: run {run.run_id} has no captured output "
+        raise UsageError(f"{shown_job(job)}: run {run.run_id} has no captured output "
                          f"({safe_text(run.status)})")
     source, out = OutputFile(log_dirs, run), Terminal() if escape else Raw()
     source.copy_to(out)
@@ -57,7 +57,7 @@ def show(ledger: base.Ledger, job: str, run_id: int | None, follow: bool,
     if not source.close():
         raise UsageError(source.not_found())
     if state == Status.ABANDONED:
-        sys.stderr.write(f"cronwrap: {job}: run {run.run_id} was abandoned (its runner is gone "
+        sys.stderr.write(f"cronwrap: {shown_job(job)}: run {run.run_id} was abandoned (its runner is gone "
                          "and its lease expired): above is the output it captured until then\n")
     return 0
 
@@ -68,8 +68,8 @@ def _show_earlier(run: Run, attempt: int, log_dirs: list[Path], escape: bool) ->
     if not 1 <= attempt < run.attempt:
         had = "no attempt" if run.attempt == 0 else "attempt 1" if run.attempt == 1 \
             else f"attempts 1-{run.attempt}"
-        raise UsageError(f"{run.job}: run {run.run_id} has no attempt {attempt} (it has {had}: "
-                         f"see cronwrap history {run.job})")
+        raise UsageError(f"{shown_job(run.job)}: run {run.run_id} has no attempt {attempt} (it "
+                         f"has {had}: see cronwrap history)")
     source, out = OutputFile(log_dirs, run.replace(attempt=attempt)), Terminal() if escape \
         else Raw()
     source.copy_to(out)
@@ -83,11 +83,11 @@ def _find(ledger: base.Ledger, job: str, run_id: int | None) -> Run:
     if run_id is None:
         runs = [r for r in ledger.runs(job, 20) if r.status != Status.SKIPPED]
         if not runs:
-            raise UsageError(f"{job}: no runs recorded (check the name with cronwrap status)")
+            raise UsageError(f"{shown_job(job)}: no runs recorded (check the name with cronwrap status)")
         return runs[0]
     run = ledger.get_run(job, run_id)
     if run is None:
-        raise UsageError(f"{job}: no run {run_id} (see cronwrap history {job})")
+        raise UsageError(f"{shown_job(job)}: no run {run_id} (see cronwrap history)")
     return run
 
 
@@ -107,7 +107,7 @@ class OutputFile:
     def __init__(self, log_dirs: list[Path], run: Run) -> None:
         self.dirs = log_dirs
         self.relative = output_path(Path(), run.job, run.run_id, run.attempt)
-        self.label = f"{run.job}: run {run.run_id} attempt {run.attempt}"
+        self.label = f"{shown_job(run.job)}: run {run.run_id} attempt {run.attempt}"
         self.fd: int | None = None
         self.offset = 0
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from cronwrap.errors import (CHECK_CRITICAL, CHECK_OK, CHECK_UNKNOWN, CHECK_WARNING, PathError)
-from cronwrap.model import DURATION_BUCKETS, FINAL_STATUSES, RunTally, Status
+from cronwrap.model import DURATION_BUCKETS, FINAL_STATUSES, RunTally, Status, job_host, shown_job
 from cronwrap.options.durations import format_duration
 from cronwrap.read.report import CRITICAL, OK, WARNING
 from cronwrap.record import TYPE_CHECKING, Record
@@ -85,11 +85,12 @@ def verdict(report: JobReport, now: datetime, max_age: float | None,
     critical = _critical_reasons(report, now, max_age)
     warnings = _warning_reasons(report, now, warn_duration, usual_p95)
     floor = HEALTH_STATES.get(report.health, CHECK_OK)  # whatever assess knows that we do not
+    job = shown_job(report.summary.job)
     if critical or floor == CHECK_CRITICAL:
-        return Verdict(report.summary.job, CHECK_CRITICAL, critical or [report.why])
+        return Verdict(job, CHECK_CRITICAL, critical or [report.why])
     if warnings or floor == CHECK_WARNING:
-        return Verdict(report.summary.job, CHECK_WARNING, warnings or [report.why])
-    return Verdict(report.summary.job, CHECK_OK, [])
+        return Verdict(job, CHECK_WARNING, warnings or [report.why])
+    return Verdict(job, CHECK_OK, [])
 
 
 def _critical_reasons(report: JobReport, now: datetime, max_age: float | None) -> list[str]:
@@ -137,17 +138,17 @@ def perfdata(report: JobReport, now: datetime, max_age: float | None,
              warn_duration: float | None) -> list[str]:
     """Nagios perfdata, ``'label'=value[UOM];[warn];[crit];[min];[max]``: the job's duration
     (of its live run, else of its last run), missed slots, and seconds since its last success."""
-    s, items = report.summary, []
+    s, items, job = report.summary, [], shown_job(report.summary.job)
     live = [e for e in (_elapsed(r, now) for r in report.live) if e is not None]
     last = s.last_run
     duration = max(live) if live else (
         last.duration_ms / 1000 if last is not None and last.duration_ms is not None else None)
     if duration is not None:
-        items.append(_perf(f"{s.job}_duration", duration, "s", warn_duration, None))
-    items.append(_perf(f"{s.job}_missed", report.missed, "", None, None))  # a count, not a state
+        items.append(_perf(f"{job}_duration", duration, "s", warn_duration, None))
+    items.append(_perf(f"{job}_missed", report.missed, "", None, None))  # a count, not a state
     if s.last_success_at is not None:
         age = max((now - s.last_success_at).total_seconds(), 0.0)
-        items.append(_perf(f"{s.job}_since_success", age, "s", None, max_age))
+        items.append(_perf(f"{job}_since_success", age, "s", None, max_age))
     return items
 
 
@@ -254,8 +255,10 @@ def job_samples(report: JobReport, now: datetime) -> list[tuple[str, dict[str, s
 
 def series_labels(report: JobReport) -> dict[str, str]:
     """The labels naming a job's series: ``cronjob``, never ``job``, which Prometheus keeps
-    for the scrape target's own (a scraped ``job`` label becomes ``exported_job``)."""
-    return {LABEL: report.summary.job}
+    for the scrape target's own (a scraped ``job`` label becomes ``exported_job``); and
+    ``host`` for a host-scoped job, whose series are one per host."""
+    name, host = job_host(report.summary.job)
+    return {LABEL: name} if host is None else {LABEL: name, "host": host}
 
 
 def _labels(labels: dict[str, str]) -> str:

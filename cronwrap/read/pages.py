@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from cronwrap import __version__
 from cronwrap.errors import CHECK_CRITICAL
-from cronwrap.model import Run, Status, iso
+from cronwrap.model import Run, Status, iso, shown_job
 from cronwrap.options.durations import format_duration
 from cronwrap.read.monitoring import HEALTH_STATES
 from cronwrap.read.picture import MARKS, Picture, history_picture
@@ -90,7 +90,8 @@ def h_lines(text: str) -> str:
 
 def job_href(root: str, job: str) -> str:
     """A link from a page at depth ``root`` to the job's page; the name is one path segment
-    (a ``/`` in it is encoded), so any printable name has its page."""
+    (a ``/`` in it is encoded), so any printable name has its page, and a host's share of a
+    host-scoped job too (its separator encoded, %1F)."""
     return f"{root}jobs/{quote(job, safe='')}"
 
 
@@ -184,7 +185,7 @@ def overview_row(rep: JobReport, strip: str, now: datetime) -> str:
                           "left)" for r in rep.live) or '<span class="muted">-</span>'
     exit_code = "-" if last is None or last.exit_code is None else str(last.exit_code)
     cells = [
-        f'<a href="{h(job_href("", s.job))}">{h(s.job)}</a>',
+        f'<a href="{h(job_href("", s.job))}">{h(shown_job(s.job))}</a>',
         f'<span class="health sev-{severity(rep.health)}">{h(rep.health)}</span> '
         f'<span class="muted">{h(rep.why)}</span>',
         status_html(last, now), h(exit_code), h(duration_text(last)),
@@ -206,7 +207,7 @@ def job_page(rep: JobReport | None, name: str, runs: list[Run], chart_runs: list
     duration chart and the history picture of its newest runs, and one page of its runs
     (newest first) with links to the pages beside it. ``root``: the way back to ``/`` from
     this page (``../``; deeper when a proxy decoded a ``/``)."""
-    parts = [f"<h1>{h(name)}</h1>"]
+    parts = [f"<h1>{h(shown_job(name))}</h1>"]
     if rep is not None:
         parts.append(f'<p><span class="health sev-{severity(rep.health)}">{h(rep.health)}</span> '
                      f"{h(rep.why)}; last success {when_html(rep.summary.last_success_at, now)}; "
@@ -220,7 +221,7 @@ def job_page(rep: JobReport | None, name: str, runs: list[Run], chart_runs: list
     if chart_runs:
         parts.append(f'<pre class="strip">{picture_html(history_picture(chart_runs, 60, now))}</pre>')
     parts.append(runs_table(job_href(root, name), runs, now, pager))
-    return document(name, root, "".join(parts), REFRESH_DETAIL, site)
+    return document(shown_job(name), root, "".join(parts), REFRESH_DETAIL, site)
 
 
 def schedule_html(rep: JobReport | None, explanation: Explanation | None, words: str) -> str:
@@ -311,7 +312,7 @@ def run_page(run: Run, events: list[dict[str, object]], output: str | None, outp
     fields = run.to_json(now)
     rows = "".join(f"<tr><th>{h(k)}</th><td class=\"mono\">{h('-' if v is None else v)}</td></tr>"
                    for k, v in fields.items())
-    parts = [f'<h1><a href="{h(job_href(root, run.job))}">{h(run.job)}</a>: run {run.run_id}</h1>',
+    parts = [f'<h1><a href="{h(job_href(root, run.job))}">{h(shown_job(run.job))}</a>: run {run.run_id}</h1>',
              f"<p>{status_html(run, now)}</p>", f'<table id="fields">{rows}</table>',
              "<h2>Events</h2>", events_table(events), "<h2>Output</h2>"]
     if output is None:
@@ -320,7 +321,7 @@ def run_page(run: Run, events: list[dict[str, object]], output: str | None, outp
     else:
         parts.append(f'<p class="muted">{h(output_source)}</p><pre id="output">{h_lines(output)}</pre>')
     refresh = REFRESH_DETAIL if run.shown_status(now) == Status.RUNNING else None
-    return document(f"{run.job} run {run.run_id}", root, "".join(parts), refresh, site)
+    return document(f"{shown_job(run.job)} run {run.run_id}", root, "".join(parts), refresh, site)
 
 
 def events_table(events: list[dict[str, object]]) -> str:

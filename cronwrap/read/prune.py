@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from cronwrap.errors import PathError
+from cronwrap.model import job_host
 from cronwrap.paths import check_dir, file_name
 from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.run.runlog import EVENTS_FILE, prune_event_logs, prune_outputs
@@ -57,7 +58,7 @@ def prune(ledger: base.Ledger, log_dir: Path, age: float, keep_last: int, now: f
         if path and _remove_inside(log_dir, path):
             files += 1
         elif path:
-            _mark_row_output(own, job, path)
+            _mark_row_output(own, job_host(job)[0], path)
     files += _prune_default(log_dir, age, now)
     files += sum(_prune_own(directory, jobs, now - age) for directory, jobs in own.items())
     return Pruned(len(removed), files)
@@ -70,8 +71,9 @@ def _own_log_dirs(ledger: base.Ledger, log_dir: Path,
     default = os.path.abspath(log_dir)
     own: OwnDirs = {}
     for summary in ledger.summaries(datetime.fromtimestamp(now, timezone.utc)):
-        job = summary.job
-        for directory in [*map(os.path.abspath, configured(job)), *_recorded(ledger, job)]:
+        job = job_host(summary.job)[0]  # on disk a host's share of a job is the job
+        for directory in [*map(os.path.abspath, configured(job)),
+                          *_recorded(ledger, summary.job)]:
             if directory != default:
                 own.setdefault(directory, {}).setdefault(job, set())
     return own

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from cronwrap.errors import CHECK_UNKNOWN, CronwrapError, UsageError
 from cronwrap.ledger.url import open_ledger
+from cronwrap.model import job_host
 from cronwrap.options import config as files, spec
 from cronwrap.paths import resolve_dirs
 from cronwrap.record import TYPE_CHECKING
@@ -38,6 +39,11 @@ def now() -> datetime:
 
 def job_name(name: str) -> str:
     return spec.job_name(name, "NAME")
+
+
+def host_option(given: str | None) -> str | None:
+    """--host of a read command, checked as run checks its own."""
+    return None if given is None else spec.host_name(given, "--host")
 
 
 def ledger(db: str | None, read_only: bool = False, upgrade: bool = False) -> base.Ledger:
@@ -88,14 +94,70 @@ def log_dirs(name: str) -> list[Path]:
     return list(dict.fromkeys([*found, resolve_dirs(os.environ).logs]))
 
 
+def this_host(name: str | None = None) -> str:
+    """The host identity this host's runs of job ``name`` write (run's --host default):
+    CRONWRAP_HOST, host in the config file's [jobs.NAME] or [defaults], the hostname."""
+    option = spec.BY_LONG["host"]
+    if os.environ.get(option.env):
+        return spec.host_name(os.environ[option.env], option.env)
+    loaded = config()
+    if loaded is not None:
+        for section, values in [(name, loaded.jobs.get(name or "", {})), (None, loaded.defaults)]:
+            value = values.get("host")
+            if isinstance(value, str) and value:
+                return spec.host_name(value, loaded.where(section, "host"))
+    return os.uname().nodename
+
+
+def one_job(ledger: base.Ledger, name: str, host: str | None) -> str:
+    """The ledger's job that a command reading one job means by NAME and --host: a fleet job
+    itself, or one host's share of a host-scoped job (--host's, else this host's, else the
+    only one). A NAME the ledger does not know comes back as it is, for the caller to say so."""
+    found = ledger.jobs_named(name)
+    shares = {h: job for job in found if (h := job_host(job)[1]) is not None}
+    if host is not None:
+        if host in shares:
+            return shares[host]
+        if name in found and not shares:
+            raise UsageError(f"{name} is a fleet job (every host's runs are its own): --host picks "
+                             "a host-scoped job's runs on one host; leave it out")
+        if shares:
+            raise UsageError(f"{name}: no runs on host {host!r} in this ledger (it ran on "
+                             f"{_hosts(shares)})")
+        return name
+    mine = shares.get(this_host(name))
+    if mine is not None:
+        return mine
+    if name in found or not shares:
+        return name
+    if len(shares) == 1:
+        return next(iter(shares.values()))
+    raise UsageError(f"{name} runs on each host (--scope host) and not on this one: give --host, "
+                     f"one of {_hosts(shares)}")
+
+
+def _hosts(shares: dict[str, str]) -> str:
+    hosts = sorted(shares)
+    return ", ".join(hosts[:10]) + (f" and {len(hosts) - 10} more" if len(hosts) > 10 else "")
+
+
+def jobs_shown(ledger: base.Ledger, names: list[str], host: str | None) -> list[str] | None:
+    """The ledger's jobs a command reading many means: every host's share of each NAME (and
+    a fleet job NAME itself), only HOST's with --host; None: every job of the ledger."""
+    if not names:
+        return None
+    jobs = [job for name in names for job in ledger.jobs_named(name) or [name]]
+    return [job for job in jobs if job_host(job)[1] == host] if host is not None else jobs
+
+
 # -- status ------------------------------------------------------------------------------------
 
 def status(names: list[str] | None, since: str, as_json: bool, output_format: str,
            textfile: str | None, check: bool, max_age: str | None, warn_duration: str | None,
-           db: str | None) -> int:
+           host: str | None, db: str | None) -> int:
     try:
         return _status(names, since, as_json, output_format, textfile, check, max_age,
-                       warn_duration, db)
+                       warn_duration, host, db)
     except CronwrapError as exc:
         if not check:
             raise
@@ -105,7 +167,7 @@ def status(names: list[str] | None, since: str, as_json: bool, output_format: st
 
 def _status(names: list[str] | None, since: str, as_json: bool, output_format: str,
             textfile: str | None, check: bool, max_age: str | None, warn_duration: str | None,
-            db: str | None) -> int:
+            host: str | None, db: str | None) -> int:
     from cronwrap.read import report
 
     if output_format not in FORMATS:
@@ -116,17 +178,21 @@ def _status(names: list[str] | None, since: str, as_json: bool, output_format: s
     limits = [spec.window(v, o) if v else None for v, o in ((max_age, "--max-age"),
                                                        (warn_duration, "--warn-duration"))]
     names = [job_name(n) for n in names or []]
+    host = host_option(host)
     taken = now()
     since_at = report.since_of(taken, spec.window(since, "--since"))
     opened = ledger(db, read_only=True)
     try:
         if len(names) == 1 and output_format == "table" and not (as_json or check or textfile):
-            report.render_runs(opened.runs(names[0], 60, since_at), taken)
+            report.render_runs(opened.runs(one_job(opened, names[0], host), 60, since_at), taken)
             return 0
-        reports = report.job_reports(opened, since_at, names or None, taken)
+        jobs = jobs_shown(opened, names, host)
+        reports = report.job_reports(opened, since_at, jobs, taken)
+        if host is not None and jobs is None:
+            reports = [r for r in reports if job_host(r.summary.job)[1] == host]
         p95 = report.usual_p95(opened, reports) if check else {}
         metrics = textfile is not None or (output_format == "prometheus" and not check)
-        tallies = opened.tallies(names or None) if metrics else {}
+        tallies = opened.tallies(jobs) if metrics else {}
     finally:
         opened.close()
     return _show_status(reports, taken, "json" if as_json else output_format, textfile, check,
@@ -165,13 +231,15 @@ def _json(value: object) -> str:
 
 # -- history, logs, explain --------------------------------------------------------------------
 
-def history(name: str, limit: int, as_json: bool, db: str | None) -> int:
+def history(name: str, limit: int, as_json: bool, host: str | None, db: str | None) -> int:
     from cronwrap.read import report
 
     name = job_name(name)
+    host = host_option(host)
     taken = now()
     opened = ledger(db, read_only=True)
     try:
+        name = one_job(opened, name, host)
         runs = opened.runs(name, limit)
         if not runs and opened.job_info(name) is None:
             raise UsageError(f"{name}: no such job in this ledger (check the name with "
@@ -188,15 +256,16 @@ def history(name: str, limit: int, as_json: bool, db: str | None) -> int:
 
 
 def logs(name: str, run_id: int | None, last: bool, attempt: int | None, follow: bool,
-         raw: bool, db: str | None) -> int:
+         raw: bool, host: str | None, db: str | None) -> int:
     """``last`` (--last) is what no RUN_ID means anyway."""
     from cronwrap.read import logs as logview
 
     name = job_name(name)
+    host = host_option(host)
     dirs = log_dirs(name)
     opened = ledger(db, read_only=True)
     try:
-        return logview.show(opened, name, run_id, follow, dirs,
+        return logview.show(opened, one_job(opened, name, host), run_id, follow, dirs,
                             escape=not raw and sys.stdout.isatty(), attempt=attempt)
     finally:
         opened.close()

@@ -12,7 +12,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from cronwrap.errors import CronwrapError
-from cronwrap.model import BAD_STATUSES, DONE_STATUSES, JobSummary, Run, Status, iso
+from cronwrap.model import (BAD_STATUSES, DONE_STATUSES, JobSummary, Run, Status, iso, job_host,
+                            shown_job)
 from cronwrap.options.durations import format_duration
 from cronwrap.read.table import Cell, Screen, render_table, render_text
 from cronwrap.record import TYPE_CHECKING, Record
@@ -188,8 +189,10 @@ def run_json(run: Run | None, now: datetime) -> dict[str, object] | None:
 
 def report_json(report: JobReport, now: datetime) -> dict[str, object]:
     s = report.summary
+    name, host = job_host(s.job)
     return {
-        "job": s.job, "schedule": s.schedule, "tz": s.tz,
+        "job": name, "scope": "fleet" if host is None else "host", "host": host,
+        "schedule": s.schedule, "tz": s.tz,
         "last_run": run_json(s.last_run, now), "last_success_at": iso(s.last_success_at),
         "next_due_at": iso(report.next_due_at),
         "running": [dict(r.to_json(now), lease_left_s=r.lease_left(now)) for r in report.live],
@@ -260,7 +263,7 @@ def render_status(reports: list[JobReport], now: datetime) -> None:
         running = ", ".join(f"{r.host}:{r.pid} lease {format_duration(r.lease_left(now))} "
                             f"fence {r.fence}" for r in rep.live) or "-"
         rows.append(_cells(
-            s.job, ago(last.started_at or last.scheduled_at, now) if last else "-",
+            shown_job(s.job), ago(last.started_at or last.scheduled_at, now) if last else "-",
             status_cell(last, now) if last else "-",
             "-" if last is None or last.exit_code is None else str(last.exit_code),
             duration_text(last), ago(s.last_success_at, now), ago(rep.next_due_at, now), running,

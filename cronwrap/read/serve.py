@@ -38,7 +38,7 @@ from urllib.parse import parse_qs, unquote, unquote_plus
 from cronwrap import schedule as sched
 from cronwrap.commands import default
 from cronwrap.errors import CronwrapError, PathError, UsageError
-from cronwrap.model import JobSummary, Run, RunAttempt, Status
+from cronwrap.model import JobSummary, Run, RunAttempt, Status, job_host, ledger_job
 from cronwrap.options.durations import parse_duration
 from cronwrap.paths import ensure_private_dir, file_name, open_private, resolve_dirs
 from cronwrap.read import pages
@@ -372,23 +372,28 @@ class Dashboard:
         return text(303, "signed in", [("Location", here(path, kept)), ("Set-Cookie", cookie)])
 
     def route(self, seg: list[str], params: dict[str, str], root: str, path: str) -> Response:
+        host = params.get("host") or None  # ?host=HOST: only that host's host-scoped jobs
         if seg == [""]:
-            return self.overview()
+            return self.overview(host)
         if seg == ["metrics"]:
-            return self.metrics()
+            return self.metrics(host)
         if seg == ["healthz"]:
             return self.healthz()
         if seg == ["api", "status"]:
-            return self.api_status()
-        # A job name is one segment (its "/" encoded), or several when a proxy decoded it.
+            return self.api_status(host)
+        # A job name is one segment (its "/" encoded), or several when a proxy decoded it; a
+        # host's share of a host-scoped job is its name with ?host=HOST, or its ledger name.
+        def job(words: list[str]) -> str:
+            return ledger_job("/".join(words), host)
+
         if len(seg) >= 4 and seg[:2] == ["api", "jobs"] and seg[-1] == "history":
-            return self.api_history("/".join(seg[2:-1]), params)
+            return self.api_history(job(seg[2:-1]), params)
         if len(seg) >= 4 and seg[0] == "jobs" and seg[-2] == "runs":
-            return self.run("/".join(seg[1:-2]), seg[-1], root)
+            return self.run(job(seg[1:-2]), seg[-1], root)
         if len(seg) >= 2 and seg[0] == "jobs" and any(seg[1:]):
             if "page" in params:  # the numbered pages of earlier versions: the newest runs
                 return text(303, "runs are paged by run id now", [("Location", here(path))])
-            return self.job("/".join(seg[1:]), params, root)
+            return self.job(job(seg[1:]), params, root)
         return self.not_found("No such page", "See the list of all jobs.", root)
 
     # -- reading the ledger
@@ -405,22 +410,25 @@ class Dashboard:
 
         return within(self.deadline, task)
 
-    def reports(self, ledger: base.Ledger, now: datetime,
-                names: list[str] | None = None) -> list[JobReport]:
-        return report.job_reports(ledger, now - SINCE, names, now)
+    def reports(self, ledger: base.Ledger, now: datetime, names: list[str] | None = None,
+                host: str | None = None) -> list[JobReport]:
+        """``host``: only the rows of host-scoped jobs for that host (status --host)."""
+        reports = report.job_reports(ledger, now - SINCE, names, now)
+        return reports if host is None else [r for r in reports
+                                             if job_host(r.summary.job)[1] == host]
 
     # -- endpoints
 
-    def overview(self) -> Response:
+    def overview(self, host: str | None) -> Response:
         def work(ledger: base.Ledger, now: datetime) -> str:
-            reports = self.reports(ledger, now)
+            reports = self.reports(ledger, now, host=host)
             return pages.overview(reports, self.strips.get(ledger, reports, now), now, self.site)
 
         return html(200, self.read(work))
 
-    def metrics(self) -> Response:
+    def metrics(self, host: str | None) -> Response:
         exposition = self.read(lambda ledger, now: monitor.prometheus(
-            self.reports(ledger, now), now, ledger.tallies()))
+            self.reports(ledger, now, host=host), now, ledger.tallies()))
         return Response(200, str(exposition).encode("utf-8"), PROMETHEUS, [])
 
     def healthz(self) -> Response:
@@ -428,8 +436,8 @@ class Dashboard:
         note = b"" if self.auth else f"warning: {pages.OPEN_BANNER}\n".encode()
         return Response(200, b"ok\n" + note, TEXT, [])
 
-    def api_status(self) -> Response:
-        reports, now = self.read(lambda ledger, now: (self.reports(ledger, now), now))
+    def api_status(self, host: str | None) -> Response:
+        reports, now = self.read(lambda ledger, now: (self.reports(ledger, now, host=host), now))
         return self.json(reports, lambda r: report.report_json(r, now))
 
     def api_history(self, name: str, params: dict[str, str]) -> Response:
@@ -503,7 +511,7 @@ class Dashboard:
         if found is None:
             return self.not_found("No such run", f"The job {name!r} has no run {run_id}.", root)
         run, now = found
-        dirs = self.log_dirs(name)
+        dirs = self.log_dirs(job_host(name)[0])
         output, source = captured_output(run, dirs)
         return html(200, pages.run_page(run, run_events(run, dirs), output, source, now,
                                              self.site, root))
@@ -590,7 +598,7 @@ def run_events(run: Run, log_dirs: list[Path]) -> list[dict[str, object]]:
             events = read_events(directory)
         except (OSError, ValueError):
             continue
-        found += [e for e in events if isinstance(e, dict) and e.get("job") == run.job
+        found += [e for e in events if isinstance(e, dict) and e.get("job") == job_host(run.job)[0]
                   and e.get("run_id") == run.run_id]
     return found
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from cronwrap.model import ClaimRequest, Event, JobInfo, Run, SlotRun, iso
+from cronwrap.model import ClaimRequest, Event, JobInfo, Run, SlotRun, iso, ledger_job
 from cronwrap.paths import resolve_dirs
 from cronwrap.process import procs
 from cronwrap.record import TYPE_CHECKING, Record
@@ -71,6 +71,8 @@ class Invocation:
     def __init__(self, spec: JobSpec, environ: dict[str, str], now: float,
                  timing: Timing | None, world: World) -> None:
         self.spec = spec
+        # The job's name in the ledger: a host-scoped job's runs here are a job of their own.
+        self.job = ledger_job(spec.name, spec.host if spec.scope == "host" else None)
         self.timing = timing or Timing()
         self.environ = environ
         self.now = now
@@ -117,7 +119,7 @@ class Invocation:
         spec = self.spec
         # After --overlap replace ended the holder of this very slot, the slot is run again.
         return ClaimRequest(
-            job=JobInfo(spec.name, self.timing.expr, self.timing.zone_name, self.timing.key,
+            job=JobInfo(self.job, self.timing.expr, self.timing.zone_name, self.timing.key,
                         self.settings),
             **slot.asdict(), host=spec.host, pid=self.pid, pid_start=self.pid_start,
             lease=spec.lease, overlap_skip=spec.overlap != "allow",

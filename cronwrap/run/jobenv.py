@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+from cronwrap.model import job_host
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def job_environment(environ: dict[str, str], extra: dict[str, str], run: Run, ho
     """``environ`` + ``extra`` (--env-file) + JOB_VARIABLES for ``run``; ``zone``: the
     schedule's, or None for the local one."""
     scheduled = run.scheduled_at.astimezone(zone) if run.scheduled_at else None
-    values = (run.job, str(run.run_id), run.run_key,
+    values = (job_host(run.job)[0], str(run.run_id), run.run_key,
               scheduled.isoformat() if scheduled else "",
               scheduled.date().isoformat() if scheduled else "",
               str(run.attempt), run.trigger, str(run.fence), host)

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from cronwrap.errors import CronwrapError
+from cronwrap.model import job_host
 from cronwrap.paths import ensure_private_dir, file_name, open_private
 from cronwrap.record import TYPE_CHECKING
 from cronwrap.redact.redactor import redact_window
@@ -123,7 +124,9 @@ def _read_jsonl(file: Path) -> list[dict[str, Any]]:
 
 
 def output_path(log_dir: Path, job: str, run_id: int | str, attempt: int) -> Path:
-    return log_dir / file_name(job) / f"{run_id}.{attempt}.log"
+    """Where an attempt's output is kept on the host that ran it: under the job's name (a
+    host-scoped job's share of the ledger, NAME and its host, is NAME here)."""
+    return log_dir / file_name(job_host(job)[0]) / f"{run_id}.{attempt}.log"
 
 
 class RunFiles:

@@ -98,7 +98,7 @@ def run(spec: JobSpec, environ: dict[str, str], now: float | None = None,
 
 def recorded_job(inv: Invocation, ledger: base.Ledger | None) -> JobInfo | None:
     """What the ledger recorded of the job when cron fired it (schedule, zone, key)."""
-    return None if ledger is None else once_more(ledger.job_info, inv.spec.name)
+    return None if ledger is None else once_more(ledger.job_info, inv.job)
 
 
 def connect(inv: Invocation) -> base.Ledger:
@@ -168,7 +168,7 @@ def history(inv: Invocation, ledger: base.Ledger | None) -> SlotHistory | None:
     abandoned runs among them."""
     if ledger is None or inv.timing.schedule is None or is_manual(inv.spec):
         return None
-    return once_more(ledger.slot_history, inv.spec.name, history_since(inv.spec, inv.now))
+    return once_more(ledger.slot_history, inv.job, history_since(inv.spec, inv.now))
 
 
 def run_slots(inv: Invocation, ledger: base.Ledger | None, timing: Timing,
@@ -309,7 +309,7 @@ def failure_streak(inv: Invocation, ledger: base.Ledger | None) -> int:
     if ledger is None:
         return 1
     try:
-        return policy.failure_streak(ledger.runs(inv.spec.name, inv.spec.alert_after + 21))
+        return policy.failure_streak(ledger.runs(inv.job, inv.spec.alert_after + 21))
     except LedgerError:
         return 1
 
@@ -340,7 +340,7 @@ def claim_and_execute(inv: Invocation, ledger: base.Ledger | None, slot: SlotRun
 
 def unrecorded_run(inv: Invocation, slot: SlotRun) -> Run:
     """A stand-in row for a run the ledger does not know about (id 0, fence 0)."""
-    return Run(run_id=0, job=inv.spec.name, run_key=slot.run_key, scheduled_at=slot.scheduled_at,
+    return Run(run_id=0, job=inv.job, run_key=slot.run_key, scheduled_at=slot.scheduled_at,
                trigger=slot.trigger, status=Status.RUNNING, attempt=1, host=inv.spec.host,
                pid=inv.pid, fence=0)
 

@@ -238,6 +238,24 @@ def test_fences_are_per_job(ledger):
     assert a.fence == b.fence == 1
 
 
+def test_a_host_s_share_of_a_job_is_a_job_of_its_own(ledger):
+    """--scope host: each host's runs are a ledger job (model.ledger_job), with their own
+    slots and fences; jobs_named finds the job and every share, and nothing else: not a
+    job whose name only starts with it, nor one with LIKE's wildcards where it has letters."""
+    from cronwrap.model import ledger_job
+
+    web1, web2 = ledger_job("clean_up", "web1"), ledger_job("clean_up", "web2")
+    for job, host in [(web1, "web1"), (web2, "web2"), ("clean_up-old", "h"), ("cleanXup", "h"),
+                      (ledger_job("cleanXup", "web1"), "web1"), ("clean_up", "h")]:
+        claim = ledger.claim(req(job=job, host=host))
+        assert claim.run is not None, job  # one slot key, yet every share claims it
+        assert claim.run.fence == 1
+    assert ledger.jobs_named("clean_up") == ["clean_up", web1, web2]
+    assert ledger.jobs_named("clean") == []
+    assert ledger.jobs_named("cleanXup") == ["cleanXup", ledger_job("cleanXup", "web1")]
+    assert ledger.claim(req(job=web1, host="web1")).skip_reason == "duplicate"
+
+
 def test_runs_newest_first_and_summaries(ledger, clock):
     for i, status in enumerate(["succeeded", "failed", "timeout"]):
         run = ledger.claim(req(f"k{i}")).run

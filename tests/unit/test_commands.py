@@ -64,10 +64,10 @@ def test_the_lean_parser_reads_a_command_line_as_typer_does(args):
 
 def test_the_lean_parser_fills_in_the_defaults_of_the_table():
     assert parse(commands.BY_NAME["history"], ["j"]) == {
-        "name": "j", "limit": 20, "as_json": False, "db": None}
+        "name": "j", "limit": 20, "as_json": False, "host": None, "db": None}
     assert parse(commands.BY_NAME["logs"], ["j", "3", "-f"]) == {
         "name": "j", "run_id": 3, "last": False, "attempt": None, "follow": True, "raw": False,
-        "db": None}
+        "host": None, "db": None}
 
 
 @pytest.mark.parametrize("args", [

@@ -221,7 +221,10 @@ COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
         "shaded, its schedule in words with its next fire times and the notes of `explain` "
         "(DST). `/jobs/`*NAME*`/runs/`*ID*: every field of the run, its events from this host's "
         "run log, and its captured output, read as `logs` reads it (only from this host's log "
-        "directories), else the ledger's tail of it.",
+        "directories), else the ledger's tail of it. A host job's rows are *NAME*`@`*HOST*; "
+        "`?host=`*HOST* on `/`, `/metrics` and `/api/status` keeps that host's rows of host "
+        "jobs only, and `/jobs/`*NAME*`?host=`*HOST* (or `/api/jobs/`*NAME*`/history?host=`"
+        "*HOST*) is that host's runs of a host job.",
         "`/metrics`: the Prometheus text of `status --format prometheus`, one scrape target for "
         "every host of a shared ledger. `/api/status`: the JSON of `status --json`; "
         f"`/api/jobs/`*NAME*`/history?limit=`*N*: that of `history --json`, *N* from 1 to "
@@ -352,6 +355,17 @@ SLOTS: tuple[Block, ...] = (
      "template without a `%` directive, or one that repeats a year apart, is refused. "
      "`@reboot` is not a schedule (see CATCH-UP for `@reboot` lines). Six fields are refused "
      "(a sixth would be seconds)."),
+    ("`--scope fleet`, `--scope host`",
+     "A fleet job (the default) has one slot per fire time across every host that shares the "
+     "ledger: the same crontab line on many hosts runs once. A host job (`--scope host`: log "
+     "cleanup, local backups) has one slot per fire time on each host: every host runs it, and "
+     "each host's runs are a job of their own to the ledger, with their own overlap, slots, "
+     "catch-up, missed slots, takeover and health, shown as *NAME*`@`*HOST* (*HOST*: "
+     "`--host`). `status --host` *HOST* shows only that host's rows of host jobs; `history`, "
+     "`logs` and `unlock` read one host's runs of a host job: `--host`, by default this "
+     "host's when it has any, else the only host's, else they ask for `--host` (exit 125). "
+     "Its Prometheus series carry a `host` label; `status --json` rows carry `scope` and "
+     "`host`. A job that changes scope starts a new history."),
     "A firing that matches no slot of `--schedule` (the host's clock is off, the crontab line "
     "fires at another time than *EXPR* in `--tz`, cron reads the crontab in another zone, an "
     "`@reboot` line, a person running the job by hand) is warned about on standard error and "

@@ -462,6 +462,12 @@ SELECT * FROM cronwrap_jobs ORDER BY name
 -- name: job_by_name
 SELECT * FROM cronwrap_jobs WHERE name = %(job)s
 
+-- name: jobs_named
+-- The job itself and each host's share of it (model.ledger_job: NAME, chr(31), HOST).
+SELECT name FROM cronwrap_jobs
+WHERE name = %(job)s OR left(name, length(%(job)s::text) + 1) = %(job)s::text || chr(31)
+ORDER BY name
+
 -- name: keys_since
 -- abandoned: running with its lease expired (its runner died); the next firing takes it over.
 SELECT run_key, scheduled_at,

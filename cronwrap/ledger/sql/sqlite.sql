@@ -267,6 +267,12 @@ SELECT * FROM jobs ORDER BY name
 -- name: job_by_name
 SELECT * FROM jobs WHERE name = :job
 
+-- name: jobs_named
+-- The job itself and each host's share of it (model.ledger_job: NAME, char(31), HOST).
+SELECT name FROM jobs
+WHERE name = :job OR substr(name, 1, length(:job) + 1) = :job || char(31)
+ORDER BY name
+
 -- name: keys_since
 -- abandoned: running with its lease expired (its runner died); the next firing takes it over.
 SELECT run_key, scheduled_at,
