@@ -18,10 +18,11 @@ from __future__ import annotations
 import errno
 import json
 import os
+from datetime import datetime
 from pathlib import Path
 
 from cronwrap.errors import LedgerError
-from cronwrap.model import FINAL_STATUSES, Event, Finish, Run, Status
+from cronwrap.model import FINAL_STATUSES, Event, Finish, Run, Status, iso
 from cronwrap.paths import ensure_private_dir, open_private
 from cronwrap.record import TYPE_CHECKING
 
@@ -52,7 +53,8 @@ def spool(state_dir: Path, url: str | None, run: Run, result: Finish) -> Path:
     box = ensure_private_dir(state_dir / "outbox")
     entry = {"ledger": ledger_id(url), "job": run.job, "run_id": run.run_id, "fence": run.fence,
              "run_key": run.run_key, "host": run.host, "pid": run.pid,
-             "pid_start": run.pid_start, "finish": result.asdict()}
+             "pid_start": run.pid_start, "attempt": run.attempt,
+             "started_at": iso(run.started_at), "finish": result.asdict()}
     final = box / f"{ledger_id(url)}-{run.run_id}-{run.fence}.json"
     temp = final.with_suffix(".tmp")
     try:
@@ -105,10 +107,23 @@ def read_entry(path: Path) -> tuple[Run, Finish]:
         raise ValueError(str(exc)) from None
     if not isinstance(result.status, str) or result.status not in FINAL_STATUSES:
         raise ValueError("unknown status")
+    # The attempt and its start (entries of releases before them have neither): for keeping
+    # the attempt's end among the slot's attempts when the slot was taken over meanwhile.
+    attempt, started = entry.get("attempt"), entry.get("started_at")
     run = Run(run_id=owner["run_id"], job=owner["job"], run_key=owner["run_key"],
               scheduled_at=None, trigger="", status=Status.RUNNING, fence=owner["fence"],
-              host=owner["host"], pid=owner["pid"], pid_start=owner["pid_start"])
+              host=owner["host"], pid=owner["pid"], pid_start=owner["pid_start"],
+              attempt=attempt if type(attempt) is int and attempt > 0 else 0,
+              started_at=_time(started))
     return run, result
+
+
+def _time(text: object) -> datetime | None:
+    try:
+        found = datetime.fromisoformat(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    return found if found is not None and found.tzinfo is not None else None
 
 
 def deliver(state_dir: Path, url: str | None, ledger: base.Ledger, emit: Emit) -> int:
@@ -124,6 +139,8 @@ def deliver(state_dir: Path, url: str | None, ledger: base.Ledger, emit: Emit) -
             continue
         try:
             recorded = ledger.finish(run, result)
+            if not recorded and run.attempt:  # taken over meanwhile: keep the attempt's end
+                ledger.record_superseded(run, result)
         except LedgerError:
             return delivered  # still unreachable: try again next time
         emit(Event.OUTBOX_DELIVERED, job=run.job, run_id=run.run_id, run_key=run.run_key,
