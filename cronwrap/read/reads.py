@@ -184,7 +184,8 @@ def _status(names: list[str] | None, since: str, as_json: bool, output_format: s
     opened = ledger(db, read_only=True)
     try:
         if len(names) == 1 and output_format == "table" and not (as_json or check or textfile):
-            report.render_runs(opened.runs(one_job(opened, names[0], host), 60, since_at), taken)
+            runs = opened.runs(one_job(opened, names[0], host), 60, since_at)
+            report.render_runs(runs, taken, opened.attempts(runs, taken))
             return 0
         jobs = jobs_shown(opened, names, host)
         reports = report.job_reports(opened, since_at, jobs, taken)

@@ -124,8 +124,9 @@ def test_a_job_that_ran_to_its_end_under_a_stopped_wrapper_exits_superseded(host
     assert first["reason"] in ("superseded", "lease_lost") and first["fence"] < run["fence"]
     assert first["finished_at"] is not None and first["duration_ms"] >= 3000
     assert (second["attempt"], second["host"], second["status"]) == (2, "b", "succeeded")
-    table = b("history", "q", check_rc=0).stdout.decode()
-    assert "2 *" in table and "ran more than once" in table
+    for command in ("history", "status"):  # status NAME's table of runs too
+        table = b(command, "q", check_rc=0).stdout.decode()
+        assert "2 *" in table and "ran more than once" in table, command
 
 
 def test_a_takeover_keeps_both_attempts_and_each_ones_output(hosts, tmp_path):
