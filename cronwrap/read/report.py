@@ -119,17 +119,25 @@ def p95(durations: list[float]) -> float | None:
     return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
 
 
-def slow_factor(summary: JobSummary) -> float | None:
-    """The job's --slow-factor, as its firings recorded it (None: off)."""
-    if not summary.settings or "slow_factor" not in summary.settings:
+def setting(summary: JobSummary, key: str) -> float | None:
+    """A number the job's firings recorded in its settings (``invocation.job_settings``):
+    None when they did not (the option's default) or it is not a number."""
+    if not summary.settings or key not in summary.settings:
         return None
     import json
 
     try:
-        value = json.loads(summary.settings).get("slow_factor")
+        value = json.loads(summary.settings).get(key)
     except (ValueError, AttributeError):
         return None  # anyone who can write a shared ledger can put anything there
-    return float(value) if isinstance(value, (int, float)) and value >= 1 else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
+def slow_factor(summary: JobSummary) -> float | None:
+    """The job's --slow-factor, as its firings recorded it (None: off)."""
+    value = setting(summary, "slow_factor")
+    return value if value is not None and value >= 1 else None
 
 
 def slow_note(summary: JobSummary, ledger: base.Ledger) -> str | None:
@@ -151,11 +159,10 @@ def slow_note(summary: JobSummary, ledger: base.Ledger) -> str | None:
             f"{format_duration(usual)}")
 
 
-def schedule_state(summary: JobSummary, now: datetime) -> tuple[datetime | None, int]:
-    """The next due slot, and how many slots passed since the job was last seen (no host
-    fired them: they are late, and will be recorded missed by the next firing)."""
+def plan_of(summary: JobSummary) -> Schedule | None:
+    """The job's recorded schedule, parsed (None: none, or one this version cannot read)."""
     if not summary.schedule:
-        return None, 0
+        return None
     from cronwrap import schedule as sched
 
     key = (summary.schedule, summary.tz)
@@ -165,9 +172,15 @@ def schedule_state(summary: JobSummary, now: datetime) -> tuple[datetime | None,
             _PLANS[key] = sched.Schedule.parse(summary.schedule, zone, summary.tz)
         except CronwrapError:
             _PLANS[key] = None
-    plan = _PLANS[key]
+    return _PLANS[key]
+
+
+def schedule_state(summary: JobSummary, now: datetime) -> tuple[datetime | None, int]:
+    """The next due slot, and how many slots passed since the job was last seen (no host
+    fired them: they are late, and will be recorded missed by the next firing)."""
+    plan = plan_of(summary)
     if plan is None:
-        return None, 0  # a schedule this version cannot read: show the rest
+        return None, 0  # no schedule, or one this version cannot read: show the rest
     late = 0
     if summary.last_slot is None:
         return plan.next_after(now), 0
