@@ -31,7 +31,10 @@ from cronwrap.read.reads import config as _config, ledger as _ledger, ledger_url
 from cronwrap.read.reads import log_dirs as _log_dirs, now as _now
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from cronwrap.crontab.lint import Finding
+    from cronwrap.ledger.base import Ledger
     from cronwrap.process.locks import Holder, LockState
 
 
@@ -187,6 +190,98 @@ def _holder(state: LockState) -> str:
     job = f"job pid {holder.job_pid} ({shown[state.job_alive]})" if holder.job_pid \
         else "no job started yet"
     return f"wrapper pid {holder.pid} ({shown[state.wrapper_alive]}), {job}"
+
+
+def _pause_target(name: str, host: str | None) -> str:
+    """The ledger name a pause is kept under: NAME, or NAME@HOST for one host of a
+    host-scoped job."""
+    from cronwrap.options.spec import host_name
+
+    name = _name(name)
+    if "@" in name:
+        job, _, at = name.partition("@")
+        raise UsageError(f"NAME: {name!r}: a job name holds no @; for one host of a host-scoped "
+                         f"job give --host: cronwrap pause {job} --host {at}")
+    return name if host is None else f"{name}@{host_name(host, '--host')}"
+
+
+def pause(name: str, until: str | None, reason: str | None, host: str | None,
+          db: str | None) -> int:
+    from cronwrap.options.spec import host_name
+    from cronwrap.textsafe import safe_text
+
+    target = _pause_target(name, host)
+    ends = None if until is None else _until(until, _now())
+    by = host_name(os.environ.get("CRONWRAP_HOST") or os.uname().nodename, "CRONWRAP_HOST")
+    ledger = _ledger(db)
+    try:
+        recorded = ledger.pause(target, ends, reason, by)
+        known = _known_job(ledger, target)
+    finally:
+        ledger.close()
+    print(safe_text(f"{target}: {recorded.describe()}; its firings are skipped until "
+                    + ("then" if ends else f"cronwrap resume {name}"
+                       + (f" --host {host}" if host else ""))))
+    if not known:
+        warn(f"{target}: the ledger has no record of this job yet (check the name with "
+             "cronwrap status); its firings will be skipped once they come")
+    return 0
+
+
+def _until(text: str, now: datetime) -> datetime:
+    """--until: a time (ISO 8601, without an offset in this host's zone, as --at reads it) or
+    a duration from ``now`` with a unit (as --since reads it); one not after ``now`` is
+    refused."""
+    from datetime import timedelta
+
+    from cronwrap import schedule as sched
+    from cronwrap.options.spec import window
+
+    value = text.strip()
+    if "-" in value[1:] or ":" in value:  # 2026-12-05, 06:00: a time; 90m, 2d: a duration
+        zone, _ = sched.resolve_zone(None, os.environ, sched.system_zone_name())
+        ends = sched.parse_timestamp(value, zone, "--until")
+    else:
+        ends = now + timedelta(seconds=window(value, "--until"))
+    if ends <= now:
+        raise UsageError(f"--until: {text!r} is not in the future "
+                         f"({ends.isoformat(timespec='seconds')}): give a later time, or a "
+                         "duration from now (e.g. 2h)")
+    return ends
+
+
+def _known_job(ledger: Ledger, target: str) -> bool:
+    """The ledger has seen the job (or, for NAME, a host-scoped NAME@HOST)."""
+    if ledger.job_info(target) is not None:
+        return True
+    if "@" in target:
+        return False
+    return any(s.job.startswith(target + "@") for s in ledger.summaries(_now(), None))
+
+
+def resume(name: str, host: str | None, db: str | None) -> int:
+    from cronwrap.textsafe import safe_text
+
+    from cronwrap.model import active_pause
+
+    target = _pause_target(name, host)
+    ledger = _ledger(db)
+    try:
+        removed = ledger.resume(target)
+        still = active_pause(ledger.pauses(), target, _now())
+    finally:
+        ledger.close()
+    if still is not None:  # NAME's pause covers NAME@HOST too
+        print(safe_text(f"{target}: still {still.describe()}: the pause of {still.job} covers "
+                        f"every host (cronwrap resume {still.job} ends it)"))
+    elif removed is None:
+        print(safe_text(f"{target}: not paused; nothing to do"))
+    elif removed.until is not None and removed.until <= _now():
+        print(safe_text(f"{target}: its pause had ended already (until "
+                        f"{removed.until.isoformat(timespec='seconds')}); removed"))
+    else:
+        print(safe_text(f"{target}: resumed (was {removed.describe()}); its next firing runs"))
+    return 0
 
 
 # A crontab is a few KiB; 1 MiB (as for --env-file) is some 15,000 lines, read and linted in
