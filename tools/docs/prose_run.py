@@ -583,7 +583,9 @@ MONITORING: tuple[Block, ...] = (
     f"{LATE_GRACE} away from its slot (the host's clock, zone or crontab line is off; an "
     "`@reboot` catch-up counts too); `ok` otherwise. Health describes the present: slots "
     "recorded `missed` earlier in the window stay counted (`missed`, *NAME*`_missed`, "
-    "`cronwrap_missed_slots`), but once a later run went well the job is `ok` again.",
+    "`cronwrap_missed_slots`), but once a later run went well the job is `ok` again. A paused "
+    "job (`cronwrap pause`) is `ok`, its why \"paused until \u2026\" with the reason, and none "
+    "of its slots is late.",
     "`status --check` is a Nagios/Icinga plugin: it prints one line, *CRONWRAP* *STATE* `-` "
     "*counts*`:` *reasons* `|` *perfdata*, and exits "
     f"{errors.CHECK_OK} OK, {errors.CHECK_WARNING} WARNING, {errors.CHECK_CRITICAL} CRITICAL "
@@ -593,7 +595,8 @@ MONITORING: tuple[Block, ...] = (
     "not succeeded within `--max-age` (a `warning` is not a success: a job that has only "
     "warned for longer than that is CRITICAL); WARNING when a run has been running longer than "
     "`--warn-duration`, or longer than the 95th percentile of its recent successful "
-    "durations (when it has 5 or more among its last 50), or when `status` says `warning`. The "
+    "durations (when it has 5 or more among its last 50), or when `status` says `warning`. A "
+    "paused job is OK whatever its last run or `--max-age`, named in the line with its pause. The "
     "perfdata has, per job, *NAME*`_duration`, *NAME*`_missed` and *NAME*`_since_success`. "
     "An invalid option or an unreadable ledger exits "
     f"{errors.EXIT_CRONWRAP}, as every command does, not {errors.CHECK_UNKNOWN}.",
