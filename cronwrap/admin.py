@@ -205,6 +205,9 @@ def _pause_target(name: str, host: str | None) -> str:
     return name if host is None else f"{name}@{host_name(host, '--host')}"
 
 
+REASON_MAX = 500  # a pause's reason: a line in status, --check and serve
+
+
 def pause(name: str, until: str | None, reason: str | None, host: str | None,
           db: str | None) -> int:
     from cronwrap.options.spec import host_name
@@ -212,6 +215,9 @@ def pause(name: str, until: str | None, reason: str | None, host: str | None,
 
     target = _pause_target(name, host)
     ends = None if until is None else _until(until, _now())
+    if reason is not None and not (0 < len(reason) <= REASON_MAX and reason.isprintable()):
+        raise UsageError(f"--reason: {reason[:40]!r}: give one line of printable text, at "
+                         f"most {REASON_MAX} characters (it is shown by status and --check)")
     by = host_name(os.environ.get("CRONWRAP_HOST") or os.uname().nodename, "CRONWRAP_HOST")
     ledger = _ledger(db)
     try:

@@ -141,3 +141,5 @@ def test_pause_of_a_job_the_ledger_has_not_seen_is_kept_with_a_note(cw, db, tmp_
     assert not (tmp_path / "ran").exists()
     bad = cw("pause", "rotate@web1", "--db", db)
     assert bad.returncode == 125 and b"--host" in bad.stderr
+    forged = cw("pause", "newjob", "--reason", "ok\nCRONWRAP OK - all fine", "--db", db)
+    assert forged.returncode == 125 and b"--reason" in forged.stderr
