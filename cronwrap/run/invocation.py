@@ -83,7 +83,7 @@ class Invocation:
         self.runner = procs.Runner(spec.host)
         self.interactive = os.isatty(2)
         self.replaced = False
-        self.paused: Pause | None = None  # the pause that skipped a slot of this firing
+        self.paused: Pause | None = None  # the pause that skipped the slot being run
         self.pinger: Pinger | None = None  # the runner's, for a job that pings
         self.redactor: Redactor | None = None  # the job's secrets, once its environment is known
         self.settings = job_settings(spec)

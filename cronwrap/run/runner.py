@@ -218,6 +218,7 @@ def run_slot(inv: Invocation, ledger: base.Ledger | None, slot: SlotRun,
     """Run a slot, retrying transient failures with backoff, then tell hooks and pings.
     Returns cronwrap's exit status for it, and whether it ran and did not succeed."""
     began = inv.world.clock()
+    inv.paused = None
     attempt = claim_and_execute(inv, ledger, slot, local)
     if attempt is None:  # nothing ran: a skip (a paused job's is no news: exit 0)
         return (0 if inv.paused else inv.spec.skip_exit_code), False

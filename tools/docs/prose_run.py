@@ -162,7 +162,9 @@ COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
         "`--json`: an array of jobs, each with `job`, `schedule`, `tz`, `last_run` (a run as in "
         "`history --json`, or null), `last_success_at`, `next_due_at`, `running` (runs holding a "
         "live lease, with `lease_left_s`), `missed`, `late`, `counts` (runs by status in the "
-        "window), `health`, `why` (its few words), `first_seen` and `last_seen`. `--check`, `--format prometheus` and "
+        "window), `health`, `why` (its few words), `paused` and `pause` (the pause in force: "
+        "`job`, `until`, `reason`, `paused_by`, `paused_at`; or null), `first_seen` and "
+        "`last_seen`. `--check`, `--format prometheus` and "
         "`--textfile` are described under MONITORING.",
     ),
     "history": (
