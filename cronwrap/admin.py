@@ -29,9 +29,13 @@ from cronwrap.stdio import warn, write_utf8
 # the read commands run without typer.
 from cronwrap.read.reads import config as _config, ledger as _ledger, ledger_url as _ledger_url
 from cronwrap.read.reads import host_option as _host, log_dirs as _log_dirs, now as _now, one_job
+from cronwrap.read.reads import this_host as _this_host
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from cronwrap.crontab.lint import Finding
+    from cronwrap.ledger.base import Ledger
     from cronwrap.process.locks import Holder, LockState
 
 
@@ -188,6 +192,98 @@ def _holder(state: LockState) -> str:
     job = f"job pid {holder.job_pid} ({shown[state.job_alive]})" if holder.job_pid \
         else "no job started yet"
     return f"wrapper pid {holder.pid} ({shown[state.wrapper_alive]}), {job}"
+
+
+def _pause_target(name: str, host: str | None) -> str:
+    """The ledger name a pause is kept under: NAME, or one host's share of a host-scoped job
+    (``model.ledger_job``)."""
+    from cronwrap.model import ledger_job
+
+    return ledger_job(_name(name), _host(host))
+
+
+REASON_MAX = 500  # a pause's reason: a line in status, --check and serve
+
+
+def pause(name: str, until: str | None, reason: str | None, host: str | None,
+          db: str | None) -> int:
+    from cronwrap.model import shown_job
+    from cronwrap.textsafe import safe_text
+
+    target = _pause_target(name, host)
+    label = shown_job(target)
+    ends = None if until is None else _until(until, _now())
+    if reason is not None and not (0 < len(reason) <= REASON_MAX and reason.isprintable()):
+        raise UsageError(f"--reason: {reason[:40]!r}: give one line of printable text, at "
+                         f"most {REASON_MAX} characters (it is shown by status and --check)")
+    by = _this_host()
+    ledger = _ledger(db)
+    try:
+        recorded = ledger.pause(target, ends, reason, by)
+        known = _known_job(ledger, target)
+    finally:
+        ledger.close()
+    print(safe_text(f"{label}: {recorded.describe()}; its firings are skipped until "
+                    + ("then" if ends else f"cronwrap resume {name}"
+                       + (f" --host {host}" if host else ""))))
+    if not known:
+        warn(f"{label}: the ledger has no record of this job yet (check the name with "
+             "cronwrap status); its firings will be skipped once they come")
+    return 0
+
+
+def _until(text: str, now: datetime) -> datetime:
+    """--until: a time (ISO 8601, without an offset in this host's zone, as --at reads it) or
+    a duration from ``now`` with a unit (as --since reads it); one not after ``now`` is
+    refused."""
+    from datetime import timedelta
+
+    from cronwrap import schedule as sched
+    from cronwrap.options.spec import window
+
+    value = text.strip()
+    if "-" in value[1:] or ":" in value:  # 2026-12-05, 06:00: a time; 90m, 2d: a duration
+        zone, _ = sched.resolve_zone(None, os.environ, sched.system_zone_name())
+        ends = sched.parse_timestamp(value, zone, "--until")
+    else:
+        ends = now + timedelta(seconds=window(value, "--until"))
+    if ends <= now:
+        raise UsageError(f"--until: {text!r} is not in the future "
+                         f"({ends.isoformat(timespec='seconds')}): give a later time, or a "
+                         "duration from now (e.g. 2h)")
+    return ends
+
+
+def _known_job(ledger: Ledger, target: str) -> bool:
+    """The ledger has seen the job (or, for NAME, a host's share of a host-scoped NAME)."""
+    return bool(ledger.jobs_named(target))
+
+
+def resume(name: str, host: str | None, db: str | None) -> int:
+    from cronwrap.model import active_pause, shown_job
+    from cronwrap.textsafe import safe_text
+
+    target = _pause_target(name, host)
+    label = shown_job(target)
+    ledger = _ledger(db)
+    try:
+        removed = ledger.resume(target)
+        still = active_pause(ledger.pauses(), target, _now())
+    finally:
+        ledger.close()
+    if still is not None:  # NAME's pause covers every host's share of it too
+        print(safe_text(f"{label}: still {still.describe()}: the pause of "
+                        f"{shown_job(still.job)} covers every host (cronwrap resume "
+                        f"{shown_job(still.job)} ends it)"))
+    elif removed is None:
+        print(safe_text(f"{label}: not paused; nothing to do"))
+    elif removed.until is not None and removed.until <= _now():
+        print(safe_text(f"{label}: its pause had ended already (until "
+                        f"{removed.until.isoformat(timespec='seconds')}); removed"))
+    else:
+        print(safe_text(f"{label}: resumed (was {removed.describe()}); its next firing "
+                        "runs"))
+    return 0
 
 
 # A crontab is a few KiB; 1 MiB (as for --env-file) is some 15,000 lines, read and linted in

@@ -112,6 +112,8 @@ HOST = option("--host", "host", "HOST", "The runs of a host-scoped job (--scope 
 HOSTS = option("--host", "host", "HOST", "Only the rows of host-scoped jobs (--scope host) "
                "for this host; fleet jobs, which belong to no one host, are left out.")
 CRONTAB = argument("file", "FILE", "Crontab file, or - for standard input.", default="-")
+PAUSE_HOST = option("--host", "host", "HOST", "Only this host's firings of a host-scoped job "
+                    "(--scope host: its runs on HOST, NAME@HOST); without it, every host's.")
 SYSTEM = option("--system", "system", None, "The file has a user field (/etc/crontab, "
                 "/etc/cron.d/*); default: from its path.", off="--user", default=None)
 
@@ -169,6 +171,26 @@ COMMANDS: tuple[Command, ...] = (
                        "crontab line gives --lock-file (default: CRONWRAP_LOCK_FILE, lock-file "
                        "in the config file, else NAME.lock in cronwrap's lock directory)."),
                 HOST, DB), "cronwrap.admin:unlock"),
+    Command("pause", "Pause a job: until resume (or --until), each of its scheduled and catch-up "
+            "firings records its slot skipped (reason paused) and runs nothing: no hook, no "
+            "ping, exit 0. A manual run (run --date/--at, a person's) still runs. On a shared "
+            "(PostgreSQL) ledger the whole fleet's firings pause; on SQLite, this host's. "
+            "status, --check (OK), the metrics (cronwrap_paused) and serve say so. A job the "
+            "ledger has not seen yet may be paused (a note says so: check the name). Pausing "
+            "a paused job replaces its pause. Hosts still on a release before pauses (b9ec9f4 "
+            "and older) do not read them: their firings run.", (
+                JOB,
+                option("--until", "until", "WHEN", "Resume by itself then: a time (ISO 8601, "
+                       "e.g. 2026-12-05T06:00 in this host's zone, or with an offset or Z) or a "
+                       "duration from now with a unit (90m, 12h, 2d); one already past is "
+                       "refused. Default: until cronwrap resume."),
+                option("--reason", "reason", "TEXT", "Why, for whoever looks: status, --check "
+                       "and serve show it."),
+                PAUSE_HOST, DB), "cronwrap.admin:pause"),
+    Command("resume", "End a job's pause: its next firing runs. Slots skipped while it was "
+            "paused stay skipped (catch-up does not run them; run --date/--at does). A job "
+            "that is not paused is said so, exit 0.", (JOB, PAUSE_HOST, DB),
+            "cronwrap.admin:resume"),
     Command("explain", "The next fire times of a schedule, and what a person should know "
             "about it.", (
                 argument("expression", "EXPRESSION", "A cron expression (5 fields or @daily "

@@ -85,8 +85,9 @@ STATUS_MEANINGS = {  # the registry the docs are made from (cronwrap(1) LEDGER, 
                    "reason `lease_lost`, cronwrap ended it because the lease was lost: another "
                    "runner took the slot over, or the ledger stayed unreachable for longer than "
                    "the lease. A runner that lost its lease may no longer act for that slot.",
-    Status.SKIPPED: "Not run: reason `overlap` (another run of the job was live) or `too_late` "
-                    "(a missed slot older than `--catchup-window`). The slot stays claimable.",
+    Status.SKIPPED: "Not run: reason `overlap` (another run of the job was live), `too_late` "
+                    "(a missed slot older than `--catchup-window`) or `paused` (the job was "
+                    "paused: `cronwrap pause`). The slot stays claimable.",
     Status.MISSED: "A slot of `--schedule` that never ran. Claimable.",
     Status.ABANDONED: "Shown, never stored: a `running` row whose lease has expired because its "
                       "wrapper is gone. Claimable again.",
@@ -128,6 +129,7 @@ class Reason(StrEnum):
     LEASE_LOST = "lease_lost"
     SUPERSEDED = "superseded"  # an attempt whose slot another runner took over (attempts only)
     TOO_FAST = "too_fast"  # a success faster than --min-duration: recorded warning
+    PAUSED = "paused"  # a firing of a paused job (cronwrap pause): recorded skipped
 
 
 class Event(StrEnum):
@@ -161,8 +163,9 @@ EVENT_MEANINGS = {
                   "`forwarded`, `output_bytes`, `output_dropped`, `passthrough_error`, the "
                   "wrapper's own CPU and memory)",
     Event.TIMEOUT: "as `finish`, for a run that reached `--timeout`",
-    Event.SKIP: "nothing ran for a slot (`skip_reason`: `overlap`, `duplicate`, `too_late`; the "
-                "run in the way)",
+    Event.SKIP: "nothing ran for a slot (`skip_reason`: `overlap`, `duplicate`, `too_late`, "
+                "`paused`; the run in the way, or the pause's `paused_until` and "
+                "`pause_reason`)",
     Event.MISSED: "catch-up recorded a slot that never ran",
     Event.CATCHUP: "a missed slot is about to run",
     Event.RETRY: "a failed attempt is retried after `delay_s`",
@@ -327,16 +330,64 @@ class ClaimRequest(SlotRun):
                 and bool(self.pid_ns) and row.pid_ns == self.pid_ns)
 
 
+class Pause(Record):
+    """A pause of a job (``cronwrap pause``, kept in the ledger's pauses: expansion 3): its
+    firings are skipped (``skipped``/``paused``) until ``until`` (None: until ``resume``).
+    ``job`` is a job name, or one host's share of a host-scoped job (``ledger_job``); times
+    UTC."""
+
+    job: str
+    until: datetime | None
+    reason: str | None
+    paused_by: str | None
+    paused_at: datetime | None
+    _defaults = dict(until=None, reason=None, paused_by=None, paused_at=None)
+
+    def active(self, now: datetime) -> bool:
+        return self.until is None or self.until > now
+
+    def describe(self) -> str:
+        """``paused until 2026-12-05T10:00:00+00:00 (reason)``, ``paused`` without an end."""
+        until = "" if self.until is None else \
+            f" until {self.until.isoformat(timespec='seconds')}"
+        return f"paused{until}" + (f" ({self.reason})" if self.reason else "")
+
+    def to_json(self) -> dict[str, object]:
+        name, host = job_host(self.job)  # host: the one host it pauses (None: every host)
+        return {"job": name, "host": host, "until": iso(self.until), "reason": self.reason,
+                "paused_by": self.paused_by, "paused_at": iso(self.paused_at)}
+
+
+def pause_names(job: str) -> tuple[str, ...]:
+    """The pauses that cover a firing of ledger job ``job``: its own, and for one host's runs
+    of a host-scoped job (``ledger_job``) the pause of NAME on every host. The claim
+    (ledger/sql) tests the same two names."""
+    name, host = job_host(job)
+    return (job,) if host is None else (job, name)
+
+
+def active_pause(pauses: dict[str, Pause], job: str, now: datetime) -> Pause | None:
+    """The pause in force for ``job`` at ``now`` (its own before its name's), or None."""
+    for name in pause_names(job):
+        found = pauses.get(name)
+        if found is not None and found.active(now):
+            return found
+    return None
+
+
 class Claim(Record):
     """The answer to a claim: ``run`` when claimed, else ``skip_reason`` and the row in the way.
 
-    took_over: the claimed row had been abandoned by an earlier runner."""
+    took_over: the claimed row had been abandoned by an earlier runner. pause: with
+    skip_reason ``paused``, the pause in force (``blocking`` is then the slot's row: the
+    ``skipped``/``paused`` one the claim recorded, or the one already there)."""
 
     run: Run | None
     skip_reason: str | None
     blocking: Run | None
     took_over: bool
-    _defaults = dict(skip_reason=None, blocking=None, took_over=False)
+    pause: Pause | None
+    _defaults = dict(skip_reason=None, blocking=None, took_over=False, pause=None)
 
 
 class Finish(Record):

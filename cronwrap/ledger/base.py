@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from cronwrap.model import (Alert, AlertState, Claim, ClaimRequest, Finish, JobInfo,
-                                JobSummary, Mark, Run, RunAttempt, RunTally, SlotHistory)
+                                JobSummary, Mark, Pause, Run, RunAttempt, RunTally, SlotHistory)
 
 
 class Ledger(ABC):
@@ -58,6 +58,11 @@ class Ledger(ABC):
         next fence value, started at now, and clears the previous attempt's end; ``took_over``
         says the row was abandoned. Else it answers ``duplicate`` and the row in the way.
 
+        A firing that is not a manual run, of a job with a pause in force (``pause``: the
+        job's own, or for ``NAME@HOST`` NAME's), takes nothing: after recording the job it
+        records ``skipped``/``paused`` for a new key and answers ``paused``, the slot's row
+        (new or already there) as ``blocking`` and the pause as ``pause``.
+
         :raises LedgerError: nothing was claimed, unless ``connection_lost``: then the claim
             may have committed with its answer lost. One retry on a fresh connection tells:
             if it had committed, the retry answers ``duplicate`` with this very runner's
@@ -71,7 +76,7 @@ class Ledger(ABC):
         """What ``claim(req)`` would answer now, reading only (``--dry-run``): ``run`` is
         None; skip_reason None means it would claim (``blocking``: the existing row it would
         take, if any, ``took_over`` when that row is abandoned), else the reason and the row
-        in the way. Sets nothing.
+        in the way (``paused`` with the pause, as ``claim``). Sets nothing.
 
         :raises LedgerError: nothing was read.
         """
@@ -268,6 +273,32 @@ class Ledger(ABC):
         abandoned and claimable); returns those rows.
 
         :raises LedgerError: no lease was expired (one transaction).
+        """
+
+    @abstractmethod
+    def pause(self, job: str, until: datetime | None, reason: str | None,
+              paused_by: str) -> Pause:
+        """Pause ``job`` (a job name, or ``NAME@HOST``) until ``until`` (None: until
+        ``resume``), replacing a pause it had: sets its reason, who paused it (a host name)
+        and paused at now. Returns the pause as recorded.
+
+        :raises LedgerError: nothing was changed; a retry is safe (it writes the same pause).
+        """
+
+    @abstractmethod
+    def resume(self, job: str) -> Pause | None:
+        """Remove ``job``'s pause (that very name's: ``NAME@HOST`` is another); the pause
+        removed, or None when it had none (an expired pause is removed too, and returned).
+
+        :raises LedgerError: nothing was changed; a retry is safe (it answers None).
+        """
+
+    @abstractmethod
+    def pauses(self) -> dict[str, Pause]:
+        """Every pause recorded, by job, expired ones too (``model.active_pause`` tells which
+        is in force at a time); none from a ledger without them yet (before expansion 3).
+
+        :raises LedgerError: nothing was read.
         """
 
     @abstractmethod

@@ -24,7 +24,7 @@ from psycopg.rows import dict_row
 from cronwrap.errors import LedgerError
 from cronwrap.ledger import sql
 from cronwrap.ledger.sqlcore import SqlLedger
-from cronwrap.model import DURATION_BUCKETS, Claim, ClaimRequest, Finish, Run
+from cronwrap.model import DURATION_BUCKETS, Claim, ClaimRequest, Finish, Reason, Run
 from cronwrap.redact.redactor import url as redact_url
 
 if TYPE_CHECKING:
@@ -455,10 +455,11 @@ class PostgresLedger(SqlLedger):
         return None if self.clock is None else datetime.fromtimestamp(self.clock(), timezone.utc)
 
     def claim(self, req: ClaimRequest) -> Claim:
-        """ARCHITECTURE.md §3's claim as one call of cronwrap_claim() (postgres.sql's
-        claim_function), the same protocol as SqlLedger.claim. A live run of this very runner in the way comes back as 'check'
-        first: its PID is looked up here, and the function is called once more saying which
-        of them are gone."""
+        """ARCHITECTURE.md §3's claim as one call of cronwrap_claim_unless_paused()
+        (postgres.sql's claim_unless_paused_function: a paused job's firing is answered
+        'paused', any other is cronwrap_claim()'s), the same protocol as SqlLedger.claim. A
+        live run of this very runner in the way comes back as 'check' first: its PID is looked
+        up here, and the function is called once more saying which of them are gone."""
         gone: list[int] = []
         checked = False
         while True:
@@ -470,9 +471,13 @@ class PostgresLedger(SqlLedger):
                     if req.is_gone(r["run"]["pid"], r["run"]["pid_start"])]
             checked = True
         (row,) = rows
+        pause = row["run"].pop("pause", None)
         run = self._run(_json_row(row["run"]))
         if row["outcome"] == "claimed":
             return Claim(run=run, took_over=row["took_over"])
+        if row["outcome"] == Reason.PAUSED and pause is not None:
+            return Claim(run=None, skip_reason=Reason.PAUSED, blocking=run,
+                         pause=self._pause(_json_row(pause)))
         return Claim(run=None, skip_reason=row["outcome"], blocking=run)
 
     def _claim_params(self, req: ClaimRequest, gone: list[int], checked: bool) -> dict[str, Any]:
@@ -600,8 +605,10 @@ def backoff(attempt: int, rng: Callable[[], float] = random.random) -> float:
 
 
 def _json_row(row: Row) -> Row:
-    """A runs row as cronwrap_claim() returns it (to_jsonb): times back to datetimes."""
-    for key in ("scheduled_at", "locked_until", "started_at", "finished_at", "created_at"):
+    """A runs row as cronwrap_claim() returns it, or a pauses row (to_jsonb): times back to
+    datetimes."""
+    for key in ("scheduled_at", "locked_until", "started_at", "finished_at", "created_at",
+                "until", "paused_at"):
         if row.get(key) is not None:
             row[key] = datetime.fromisoformat(row[key])
     return row

@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 from cronwrap.errors import LedgerError
 from cronwrap.ledger.base import Ledger
 from cronwrap.model import (DONE_STATUSES, Alert, AlertState, Claim, ClaimRequest, Finish,
-                            JobInfo, JobSummary, Reason, Run, RunAttempt, RunTally, SlotHistory,
-                            Status, Trigger)
+                            JobInfo, JobSummary, Pause, Reason, Run, RunAttempt, RunTally,
+                            SlotHistory, Status, Trigger)
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 _TIME_COLUMNS = ("scheduled_at", "locked_until", "started_at", "finished_at")
 NO_RUN_ID = 2**62  # above every run id: "before" it is every run
+PAUSES = 3  # the expansion that holds the pauses (cronwrap pause)
 
 
 def _version_number(value: object) -> int | None:
@@ -96,6 +97,10 @@ class SqlLedger(Ledger):
         with self._tx() as cur:
             now = self._db_now(cur)
             self._upsert_job(cur, req, now)
+            pause = self._pause_of(cur, req, now)
+            if pause is not None:
+                row, _ = self._insert_or_get(cur, req, Status.SKIPPED, Reason.PAUSED, now)
+                return Claim(run=None, skip_reason=Reason.PAUSED, blocking=row, pause=pause)
             live = self._live_runs(cur, req, now)
             others = [r for r in live if r.run_key != req.run_key]
             if req.overlap_skip and others:
@@ -117,6 +122,11 @@ class SqlLedger(Ledger):
     def preview(self, req: ClaimRequest) -> Claim:
         with self._tx(write=False) as cur:
             now = self._db_now(cur)
+            pause = self._pause_of(cur, req, now)
+            if pause is not None:
+                found = self._one(cur, "run_by_key", job=req.job.name, run_key=req.run_key)
+                return Claim(run=None, skip_reason=Reason.PAUSED, pause=pause,
+                             blocking=None if found is None else self._run(found))
             live = self._live_runs(cur, req, now, expire=False)
             others = [r for r in live if r.run_key != req.run_key]
             if req.overlap_skip and others:
@@ -283,7 +293,7 @@ class SqlLedger(Ledger):
 
     # -- alerts (cronwrap watch)
 
-    ALERTS_EXPANSION = 3
+    ALERTS_EXPANSION = 4
 
     def alerts(self, since: datetime) -> list[AlertState]:
         if self.expanded < self.ALERTS_EXPANSION:
@@ -345,6 +355,27 @@ class SqlLedger(Ledger):
             rows = self._all(cur, "unlock", job=job, now=self._db_now(cur))
         return [self._run(r) for r in rows]
 
+    def pause(self, job: str, until: datetime | None, reason: str | None,
+              paused_by: str) -> Pause:
+        with self._tx() as cur:
+            row = self._the(cur, "pause_job", job=job, until=self._to_db(until), reason=reason,
+                            paused_by=paused_by, now=self._db_now(cur))
+        return self._pause(row)
+
+    def resume(self, job: str) -> Pause | None:
+        with self._tx() as cur:
+            row = self._one(cur, "resume_job", job=job)
+        return None if row is None else self._pause(row)
+
+    def pauses(self) -> dict[str, Pause]:
+        """Nothing (not an error) from a ledger without the pauses' expansion: a read never
+        adds it, and nothing can be paused there."""
+        if self.expanded < PAUSES:
+            return {}
+        with self._tx(write=False) as cur:
+            rows = self._all(cur, "pauses")
+        return {r["job"]: self._pause(r) for r in rows}
+
     def idle(self) -> None:
         """An embedded ledger has nothing to give back (PostgresLedger has a connection)."""
 
@@ -370,6 +401,13 @@ class SqlLedger(Ledger):
         self._exec(cur, "upsert_job", job=job.name, schedule=job.schedule, tz=job.tz,
                    key_template=job.key_template, settings=job.settings, now=now,
                    last_slot=self._to_db(last_slot or req.scheduled_at))
+
+    def _pause_of(self, cur: Any, req: ClaimRequest, now: Any) -> Pause | None:
+        """The pause in force for a firing of ``req``'s job; never for a person's (manual)."""
+        if req.trigger == Trigger.MANUAL or self.expanded < PAUSES:
+            return None
+        row = self._one(cur, "pause_of_job", job=req.job.name, now=now)
+        return None if row is None else self._pause(row)
 
     def _live_runs(self, cur: Any, req: ClaimRequest, now: Any, expire: bool = True) -> list[Run]:
         """Running rows with a live lease; this runner's rows whose wrapper is gone expire now
@@ -428,6 +466,10 @@ class SqlLedger(Ledger):
             log_path=row["log_path"], skew_ms=row["skew_ms"], boot_id=row.get("boot_id"),
             pid_ns=row.get("pid_ns"), **times,
         )
+
+    def _pause(self, row: Row) -> Pause:
+        return Pause(row["job"], self._from_db(row["until"]), row["reason"], row["paused_by"],
+                     self._from_db(row["paused_at"]))
 
     def _one(self, cur: Any, name: str, **params: Any) -> Row | None:
         self._exec(cur, name, **params)

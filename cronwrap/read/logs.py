@@ -57,8 +57,9 @@ def show(ledger: base.Ledger, job: str, run_id: int | None, follow: bool,
     if not source.close():
         raise UsageError(source.not_found())
     if state == Status.ABANDONED:
-        sys.stderr.write(f"cronwrap: {shown_job(job)}: run {run.run_id} was abandoned (its runner is gone "
-                         "and its lease expired): above is the output it captured until then\n")
+        sys.stderr.write(f"cronwrap: {shown_job(job)}: run {run.run_id} was abandoned (its runner "
+                         "is gone and its lease expired): above is the output it captured until "
+                         "then\n")
     return 0
 
 
@@ -83,7 +84,8 @@ def _find(ledger: base.Ledger, job: str, run_id: int | None) -> Run:
     if run_id is None:
         runs = [r for r in ledger.runs(job, 20) if r.status != Status.SKIPPED]
         if not runs:
-            raise UsageError(f"{shown_job(job)}: no runs recorded (check the name with cronwrap status)")
+            raise UsageError(f"{shown_job(job)}: no runs recorded (check the name with cronwrap "
+                             "status)")
         return runs[0]
     run = ledger.get_run(job, run_id)
     if run is None:

@@ -56,7 +56,8 @@ def check(reports: list[JobReport], now: datetime, max_age: float | None = None,
     """``status --check``: CRITICAL on a failed, timed-out, killed or missed last run, late
     slots (passed with no firing), or no success within ``max_age`` seconds; WARNING on a live run longer than
     ``warn_duration`` or than its job's ``usual_p95[job]`` seconds, or on what ``assess``
-    calls a warning (an abandoned run); UNKNOWN when ``reports`` is empty."""
+    calls a warning (an abandoned run); UNKNOWN when ``reports`` is empty. A paused job is
+    OK, named in the line with its pause after the others."""
     if not reports:
         return CheckResult(CHECK_UNKNOWN, "CRONWRAP UNKNOWN - no jobs match (none recorded "
                                           "yet, or a misspelt name)")
@@ -66,7 +67,8 @@ def check(reports: list[JobReport], now: datetime, max_age: float | None = None,
     perf = " ".join(item for r in reports for item in perfdata(r, now, max_age, warn_duration))
     text = f"CRONWRAP {STATE_WORDS[worst]} - {_tally(verdicts)}"
     reasons = [safe_text(f"{v.job} {', '.join(v.reasons)}").replace("|", "/")  # '|': perfdata
-               for state in (CHECK_CRITICAL, CHECK_WARNING) for v in verdicts if v.state == state]
+               for state in (CHECK_CRITICAL, CHECK_WARNING, CHECK_OK) for v in verdicts
+               if v.state == state and v.reasons]
     if reasons:
         more = len(reasons) - MAX_REASONS
         text += ": " + "; ".join(reasons[:MAX_REASONS]) + (f"; and {more} more" if more > 0 else "")
@@ -81,7 +83,10 @@ def _tally(verdicts: list[Verdict]) -> str:
 
 def verdict(report: JobReport, now: datetime, max_age: float | None,
             warn_duration: float | None, usual_p95: float | None) -> Verdict:
-    """One job's check state; reasons are worded to follow the job name."""
+    """One job's check state; reasons are worded to follow the job name. A paused job is OK,
+    and says so ("paused until …"), whatever its last run or its age."""
+    if report.pause is not None:
+        return Verdict(report.summary.job, CHECK_OK, [report.pause.describe()])
     critical = _critical_reasons(report, now, max_age)
     warnings = _warning_reasons(report, now, warn_duration, usual_p95)
     floor = HEALTH_STATES.get(report.health, CHECK_OK)  # whatever assess knows that we do not
@@ -181,6 +186,8 @@ FAMILIES = (
     ("cronwrap_next_due_timestamp_seconds", GAUGE, "The job's next scheduled slot, Unix time."),
     ("cronwrap_health", GAUGE,
      "Health of the job as status shows it: 0 ok, 1 warning, 2 critical."),
+    ("cronwrap_paused", GAUGE, "1 while the job is paused (cronwrap pause): its firings are "
+                               "skipped; else 0."),
     (RUNS_TOTAL, COUNTER, "Ends the ledger has recorded for the job, by status: each finished "
                           "attempt, skip and missed slot."),
     (DURATION_HISTOGRAM, HISTOGRAM, "Durations of the job's finished attempts."),
@@ -250,6 +257,7 @@ def job_samples(report: JobReport, now: datetime) -> list[tuple[str, dict[str, s
     if report.next_due_at is not None:
         out.append(("cronwrap_next_due_timestamp_seconds", job, report.next_due_at.timestamp()))
     out.append(("cronwrap_health", job, HEALTH_STATES.get(report.health, CHECK_CRITICAL)))
+    out.append(("cronwrap_paused", job, int(report.pause is not None)))
     return out
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from cronwrap.errors import CronwrapError
-from cronwrap.model import (BAD_STATUSES, DONE_STATUSES, JobSummary, Run, Status, iso, job_host,
-                            shown_job)
+from cronwrap.model import (BAD_STATUSES, DONE_STATUSES, JobSummary, Pause, Run, Status,
+                            active_pause, iso, job_host, shown_job)
 from cronwrap.options.durations import format_duration
 from cronwrap.read.table import Cell, Screen, render_table, render_text
 from cronwrap.record import TYPE_CHECKING, Record
@@ -39,7 +39,8 @@ class JobReport(Record):
     missed: int = 0  # slots without a run: recorded missed + late
     late: int = 0  # slots passed that no host has fired yet (recorded missed by the next firing)
     slow: str | None = None  # --slow-factor: why the last run counts as slow
-    _defaults = dict(next_due_at=None, missed=0, late=0, slow=None)
+    pause: Pause | None = None  # the pause in force (cronwrap pause): health ok, its slots skipped
+    _defaults = dict(next_due_at=None, missed=0, late=0, slow=None, pause=None)
 
     @property
     def live(self) -> list[Run]:
@@ -53,12 +54,15 @@ _PLANS: dict[tuple[str, str | None], Schedule | None] = {}  # parsed schedules, 
 
 
 def assess(summary: JobSummary, now: datetime, missed: int = 0, late: int = 0,
-           slow: str | None = None) -> tuple[str, str]:
+           slow: str | None = None, pause: Pause | None = None) -> tuple[str, str]:
     """Health of a job now, and a few words of why. It describes the present: slots passing
     unfired (late) and the last run. Slots recorded missed earlier in the window are counted
     (``missed``), but once a later run went well the job is ``ok`` again: one missed minute
-    must not page for the whole window."""
+    must not page for the whole window. A paused job is ``ok``: an operator stopped it on
+    purpose (Kubernetes' suspended CronJob, healthchecks.io's paused check)."""
     last = summary.last_run
+    if pause is not None:
+        return OK, pause.describe()
     if late:
         return CRITICAL, f"late: {plural(late, 'slot')} passed without a run"
     abandoned = [r for r in summary.running if r.shown_status(now) == Status.ABANDONED]
@@ -95,16 +99,21 @@ def job_reports(ledger: base.Ledger, since: datetime, names: list[str] | None,
     reports = []
     # jobs on one schedule share its slots
     known: dict[tuple[str | None, str | None, datetime | None], tuple[datetime | None, int]] = {}
+    pauses = ledger.pauses()
     for summary in ledger.summaries(since, names):
         key = (summary.schedule, summary.tz, summary.last_slot)
         if key not in known:
             known[key] = schedule_state(summary, now)
         next_due, late = known[key]
+        pause = active_pause(pauses, summary.job, now)
+        if pause is not None:
+            late = 0  # a paused job's slots are not due: none is late
         missed = summary.counts.get(Status.MISSED, 0) + late
         slow = slow_note(summary, ledger)
-        health, why = assess(summary, now, missed, late, slow)
+        health, why = assess(summary, now, missed, late, slow, pause)
         reports.append(JobReport(summary=summary, health=health, why=why, now=now,
-                                 next_due_at=next_due, missed=missed, late=late, slow=slow))
+                                 next_due_at=next_due, missed=missed, late=late, slow=slow,
+                                 pause=pause))
     return reports
 
 
@@ -210,7 +219,8 @@ def report_json(report: JobReport, now: datetime) -> dict[str, object]:
         "next_due_at": iso(report.next_due_at),
         "running": [dict(r.to_json(now), lease_left_s=r.lease_left(now)) for r in report.live],
         "missed": report.missed, "late": report.late, "counts": s.counts, "health": report.health,
-        "why": report.why,
+        "why": report.why, "paused": report.pause is not None,
+        "pause": None if report.pause is None else report.pause.to_json(),
         "first_seen": iso(s.first_seen), "last_seen": iso(s.last_seen),
     }
 

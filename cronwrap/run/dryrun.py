@@ -93,6 +93,9 @@ def verdict(inv: Invocation, ledger: base.Ledger | None, slot: SlotRun) -> str:
         return "run (the ledger cannot tell what ran)"
     answer = ledger.preview(inv.request(slot))
     row = answer.blocking
+    if answer.pause is not None:
+        return (f"skip ({answer.pause.describe()}; cronwrap resume {answer.pause.job} runs it "
+                "again)")
     if answer.skip_reason is not None:
         assert row is not None, "a skip names the row in the way (Ledger.preview)"
         if answer.skip_reason == Reason.OVERLAP:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable, Protocol
 
     from cronwrap.ledger.base import Ledger
+    from cronwrap.model import Pause
     from cronwrap.options.spec import JobSpec
     from cronwrap.process.keeper import JobProcess, Outcome, SuperviseSpec
     from cronwrap.process.locks import Lock
@@ -84,6 +85,7 @@ class Invocation:
         self.runner = procs.Runner(spec.host)
         self.interactive = os.isatty(2)
         self.replaced = False
+        self.paused: Pause | None = None  # the pause that skipped the slot being run
         self.pinger: Pinger | None = None  # the runner's, for a job that pings
         self.redactor: Redactor | None = None  # the job's secrets, once its environment is known
         self.settings = job_settings(spec)

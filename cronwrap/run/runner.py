@@ -218,9 +218,10 @@ def run_slot(inv: Invocation, ledger: base.Ledger | None, slot: SlotRun,
     """Run a slot, retrying transient failures with backoff, then tell hooks and pings.
     Returns cronwrap's exit status for it, and whether it ran and did not succeed."""
     began = inv.world.clock()
+    inv.paused = None
     attempt = claim_and_execute(inv, ledger, slot, local)
-    if attempt is None:
-        return inv.spec.skip_exit_code, False  # nothing ran: a skip
+    if attempt is None:  # nothing ran: a skip (a paused job's is no news: exit 0)
+        return (0 if inv.paused else inv.spec.skip_exit_code), False
     first = attempt.run.attempt
     while (delay := retry_delay(inv, attempt, first, began)) is not None:
         inv.event(Event.RETRY, run=attempt.run, status=attempt.result.status,
@@ -379,6 +380,13 @@ def skip(inv: Invocation, claim: Claim, slot: SlotRun) -> None:
     reason = claim.skip_reason
     blocking = claim.blocking
     fields: dict[str, Any] = {"status": Status.SKIPPED, "skip_reason": reason}
+    if claim.pause is not None:
+        inv.paused = claim.pause
+        inv.event(Event.SKIP, slot=slot, **fields, paused_until=iso(claim.pause.until),
+                  pause_reason=claim.pause.reason, paused_by=claim.pause.paused_by)
+        inv.say(f"{inv.spec.name}: {claim.pause.describe()}; slot {slot.run_key} skipped "
+                f"(cronwrap resume {claim.pause.job} runs it again)")
+        return
     if blocking is not None:
         fields.update(blocking_run_id=blocking.run_id, blocking_host=blocking.host,
                       blocking_status=blocking.status)

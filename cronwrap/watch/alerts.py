@@ -131,8 +131,9 @@ def warning(report: JobReport) -> list[Alert]:
 def recovered(alert: Alert, now: datetime) -> Alert:
     """The notification that ``alert``'s breach is over."""
     was = alert.text.split(": ", 2)[-1]  # "JOB: KIND: why" -> why
-    return alert.replace(kind=RECOVERED, detail="", text=f"{shown_job(alert.job)}: recovered: "
-                         f"no longer {alert.kind} (was: {was})")
+    return Alert(alert.key, RECOVERED, alert.job,
+                 f"{shown_job(alert.job)}: recovered: no longer {alert.kind} (was: {was})",
+                 slot=alert.slot, run_id=alert.run_id)
 
 
 def _ago(delta: timedelta) -> str:

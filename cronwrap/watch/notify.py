@@ -24,6 +24,7 @@ from cronwrap.model import iso, job_host
 from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.redact.redactor import url as redact_url
 from cronwrap.run.hooks import credentials, one_line, run_hook
+from cronwrap.run.jobenv import exec_values
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -33,6 +34,20 @@ if TYPE_CHECKING:
 
 SEND_TIMEOUT = 30.0  # seconds a command, a webhook or sendmail may take
 SENDMAIL = "/usr/sbin/sendmail"  # cron's own mail goes through it; found on PATH first
+
+
+NOTIFY_VARIABLES = {
+    "CRONWRAP_ALERT": "`late`, `failing`, `stuck`, `warning`, or `recovered` when the breach "
+                      "it told of is over",
+    "CRONWRAP_JOB": "the job name",
+    "CRONWRAP_HOST": "the host of a host job's alert (`--scope host`); empty for a fleet job",
+    "CRONWRAP_ALERT_TEXT": "one line for a person: what is wrong, and since when",
+    "CRONWRAP_ALERT_DETAIL": "more lines, or nothing: a failure's output tail, redacted",
+    "CRONWRAP_ALERT_KEY": "the breach's name, the same on every watcher and in its `recovered` "
+                          "(kind, job, slot or run)",
+    "CRONWRAP_SCHEDULED_AT": "the slot it is about, ISO 8601 in UTC, or empty",
+    "CRONWRAP_RUN_ID": "the run it is about, or empty",
+}
 
 
 class Notifier(Record):
@@ -83,16 +98,15 @@ def message(alert: Alert, now: datetime, redactor: Redactor) -> dict[str, object
 
 
 def _command(command: str, body: dict[str, object]) -> str | None:
-    env = {**os.environ, "CRONWRAP_ALERT": str(body["kind"]), "CRONWRAP_JOB": str(body["job"]),
-           "CRONWRAP_HOST": str(body["host"] or ""), "CRONWRAP_ALERT_TEXT": str(body["summary"]),
-           "CRONWRAP_ALERT_DETAIL": str(body["detail"]), "CRONWRAP_ALERT_KEY": str(body["alert"]),
-           "CRONWRAP_SCHEDULED_AT": str(body["slot"] or ""),
-           "CRONWRAP_RUN_ID": "" if body["run_id"] is None else str(body["run_id"])}
+    values = (body["kind"], body["job"], body["host"], body["summary"], body["detail"],
+              body["alert"], body["slot"], body["run_id"])
+    env = {**os.environ, **exec_values({name: "" if value is None else str(value)
+                                        for name, value in zip(NOTIFY_VARIABLES, values)})}
     result = run_hook(command, env, SEND_TIMEOUT)
     if result.exit_code == 0:
         return None
     why = "timed out" if result.timed_out else f"exited {result.exit_code}"
-    tail = one_line(result.output) if result.output.strip() else ""
+    tail = one_line(result.output_tail) if result.output_tail.strip() else ""
     return f"{why}" + (f": {tail}" if tail else "")
 
 

@@ -23,7 +23,8 @@ from psycopg import conninfo
 pytestmark = pytest.mark.postgres
 
 TABLES = {"cronwrap_jobs", "cronwrap_meta", "cronwrap_runs", "cronwrap_tallies",
-          "cronwrap_duration_buckets", "cronwrap_duration_tallies", "cronwrap_attempts"}
+          "cronwrap_duration_buckets", "cronwrap_duration_tallies", "cronwrap_attempts",
+          "cronwrap_pauses"}
 
 
 def server(pg_dsn: str) -> dict[str, str]:

@@ -468,3 +468,91 @@ def test_each_operation_says_what_a_caller_must_handle():
     for name in Ledger.__abstractmethods__:
         doc = getattr(Ledger, name).__doc__ or ""
         assert ":raises LedgerError:" in doc or "Raises nothing" in doc, name
+
+
+# -- pauses (expansion 3): both back ends answer a paused firing alike -------------------------
+
+def at(seconds: float) -> datetime:
+    return datetime.fromtimestamp(T0 + seconds, timezone.utc)
+
+
+def test_a_paused_jobs_firing_is_recorded_skipped_paused_and_takes_nothing(ledger):
+    pause = ledger.pause("settle", None, "maintenance", "ops1")
+    assert (pause.job, pause.until, pause.reason, pause.paused_by, pause.paused_at) == \
+        ("settle", None, "maintenance", "ops1", at(0))
+    claim = ledger.claim(req("k1", job=JobInfo("settle", "0 1 * * *", "UTC")))
+    assert claim.run is None and claim.skip_reason == Reason.PAUSED
+    assert claim.pause == pause
+    assert (claim.blocking.run_key, claim.blocking.status, claim.blocking.skip_reason,
+            claim.blocking.attempt, claim.blocking.fence) == ("k1", "skipped", "paused", 0, None)
+    (row,) = ledger.runs("settle")
+    assert (row.run_id, row.trigger, row.status, row.skip_reason) == \
+        (claim.blocking.run_id, "schedule", "skipped", "paused")
+    info = ledger.job_info("settle")  # the job is recorded as a claim records it
+    assert (info.schedule, info.tz) == ("0 1 * * *", "UTC")
+    assert ledger.slot_history("settle", at(-3600)).last_slot == at(0)
+    # a catch-up or takeover firing is paused too; the slot's existing row is the answer
+    again = ledger.claim(req("k1", trigger="catchup", host="h2"))
+    assert again.skip_reason == Reason.PAUSED and again.blocking.run_id == row.run_id
+    assert len(ledger.runs("settle")) == 1
+    assert ledger.preview(req("k2")).skip_reason == Reason.PAUSED
+    assert ledger.pauses() == {"settle": pause}
+
+
+def test_a_manual_run_of_a_paused_job_goes_ahead(ledger):
+    ledger.pause("settle", None, None, "ops1")
+    claim = ledger.claim(req("2027-01-14", trigger="manual"))
+    assert claim.run is not None and claim.run.status == "running" and claim.pause is None
+
+
+def test_a_pause_ends_at_its_until_by_the_ledgers_clock_and_resume_ends_it_at_once(
+        ledger, clock):
+    ledger.pause("settle", at(600), "deploy", "ops1")
+    assert ledger.claim(req("k1")).skip_reason == Reason.PAUSED
+    clock.advance(600)  # until is exclusive: at its instant the job runs again
+    claim = ledger.claim(req("k2"))
+    assert claim.run is not None and claim.run.run_key == "k2"
+    ledger.finish(claim.run, done())
+    ledger.pause("settle", None, None, "ops1")
+    assert ledger.claim(req("k3")).skip_reason == Reason.PAUSED
+    removed = ledger.resume("settle")
+    assert removed is not None and removed.until is None and ledger.pauses() == {}
+    assert ledger.resume("settle") is None
+    ledger.finish(ledger.claim(req("k4")).run, done())
+    # the slot skipped while paused stays claimable (run --date/--at, or a firing of it)
+    assert ledger.claim(req("k3", trigger="manual")).run is not None
+
+
+def test_pausing_again_replaces_the_pause(ledger, clock):
+    ledger.pause("settle", at(60), "first", "ops1")
+    clock.advance(5)
+    second = ledger.pause("settle", None, "second", "ops2")
+    assert ledger.pauses() == {"settle": second}
+    assert (second.until, second.reason, second.paused_by, second.paused_at) == \
+        (None, "second", "ops2", at(5))
+
+
+def test_a_pause_covers_its_own_job_and_name_at_host_never_another_job(ledger):
+    """A pause of one host's share (ledger_job) covers that share; NAME's covers every share
+    and the fleet job NAME; neither covers a job named NAME@HOST (a fleet job whose name holds
+    an @) nor another name that starts with NAME."""
+    from cronwrap.model import ledger_job
+
+    web1, web2 = ledger_job("rotate", "web1"), ledger_job("rotate", "web2")
+    other = ledger_job("rotate2", "web1")
+    ledger.pause(web1, None, "disk swap", "ops1")
+    claim = ledger.claim(req("k1", job=web1, host="web1"))
+    assert claim.skip_reason == Reason.PAUSED and claim.pause.job == web1
+    assert ledger.claim(req("k1", job=web2, host="web2")).run is not None
+    assert ledger.claim(req("k1", job="rotate", host="web3")).run is not None
+    assert ledger.claim(req("k1", job=other, host="web1")).run is not None
+    assert ledger.claim(req("k1", job="rotate@web1", host="web1")).run is not None
+    ledger.pause("rotate", None, "all hosts", "ops1")
+    claim = ledger.claim(req("k2", job=web2, host="web2", overlap_skip=False))
+    assert claim.skip_reason == Reason.PAUSED and claim.pause.job == "rotate"
+    # both in force: the host's own pause is the one named
+    assert ledger.claim(req("k2", job=web1, host="web1")).pause.job == web1
+    assert ledger.claim(req("k2", job=other, host="web1", overlap_skip=False)).run is not None
+    assert ledger.claim(req("k2", job="rotate@web1", host="web1",
+                            overlap_skip=False)).run is not None
+    assert ledger.claim(req("k9", job="rotatex", overlap_skip=False)).run is not None

@@ -522,3 +522,35 @@ def test_the_previous_release_and_this_one_race_on_an_upgraded_ledger_one_run_pe
         ledger.close()
     assert sorted((r.run_key, r.status, r.attempt) for r in runs) == [
         (date, Status.SUCCEEDED, 1) for date in dates]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres",
+                                                            marks=pytest.mark.postgres)])
+def test_the_previous_release_ignores_a_pause_this_one_keeps(backend, previous, home, tmp_path,
+                                                            request):
+    """Expansion 3 on a ledger both releases use: this release's firing of a paused job is
+    recorded skipped/paused and runs nothing; the previous release's (which calls
+    cronwrap_claim(), and knows no pause) claims the slot and runs it, renewing and finishing
+    as before. README, "Upgrading a fleet", says so."""
+    new, old = wrappers(home, previous)
+    db = request.getfixturevalue("pg_dsn") if backend == "postgres" else \
+        f"sqlite://{tmp_path / 'ledger.db'}"
+    old("db", "init", "--db", db, check_rc=0)
+    new("db", "upgrade", "--db", db, check_rc=0)
+    new("pause", "compat", "--reason", "upgrade", "--db", db, check_rc=0)
+    every_minute = ("-n", "compat", "--schedule", "* * * * *", "--tz", "UTC")
+    ran = tmp_path / "ran"
+    new("run", "--db", db, *every_minute, "--", "touch", str(ran), check_rc=0)
+    assert not ran.exists()
+    old("run", "--db", db, *every_minute, "--", "touch", str(ran), check_rc=0)
+    assert ran.exists()  # the minute's slot, skipped by this release, or the next one
+    ledger = ledger_of(db)
+    try:
+        runs = ledger.runs("compat", 10)
+        assert set(ledger.pauses()) == {"compat"}
+    finally:
+        ledger.close()
+    assert [r.status for r in runs] == [Status.SUCCEEDED] or \
+        sorted((r.status, r.skip_reason) for r in runs) == [
+            (Status.SKIPPED, "paused"), (Status.SUCCEEDED, None)]
+    claim_renew_finish(old, db, "2026-03-01", tmp_path)  # a lease renewed, beside the pause

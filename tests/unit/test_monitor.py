@@ -407,3 +407,24 @@ def test_counters_and_the_duration_histogram_come_from_the_ledger_s_tallies():
 def test_the_duration_buckets_grow_from_a_second_to_a_day():
     assert list(DURATION_BUCKETS) == sorted(set(DURATION_BUCKETS))
     assert DURATION_BUCKETS[0] == 1 and DURATION_BUCKETS[-1] == 86400
+
+
+def test_a_paused_job_is_ok_whatever_its_last_run_and_says_until_when():
+    from cronwrap.model import Pause
+    from cronwrap.read.report import assess
+
+    failed = run("settle", "failed", exit_code=3)
+    pause = Pause("settle", NOW + HOUR, "bank holiday", "ops1", NOW - HOUR)
+    health, why = assess(summary("settle", last_run=failed), NOW, missed=4, late=4,
+                         pause=pause)
+    assert (health, why) == (OK, "paused until 2026-03-02T13:00:00+00:00 (bank holiday)")
+    paused = report("settle", last=failed, health=health, why=why,
+                    last_success_at=NOW - 30 * HOUR).replace(pause=pause)
+    result = check([paused, report("other")], NOW, max_age=2 * 3600.0)
+    assert result.exit_code == 0
+    assert f"settle {pause.describe()}" in result.text.split(" | ")[0]
+    assert monitor.verdict(report("settle", last=failed, health=CRITICAL), NOW, None, None,
+                           None).state == 2  # the same report unpaused is critical
+    families = parse(prometheus([paused, report("other")], NOW))
+    assert value(families, "cronwrap_paused", cronjob="settle") == 1
+    assert value(families, "cronwrap_paused", cronjob="other") == 0

@@ -125,3 +125,30 @@ def test_a_slot_in_the_future_is_refused_unless_forced(tmp_path):
     assert fake.runs() == []
     assert fake.fire(tmp_path, "--schedule", "30 1 * * *", "--tz", "UTC", "--date", "2027-10-28",
                      "--force") == 0
+
+
+def test_a_paused_job_s_catch_up_and_own_slot_are_skipped_paused_no_job_no_hook(tmp_path):
+    """Every trigger but a person's is paused: the missed slots catch-up would run, and the
+    firing's own; nothing is supervised, no hook runs, and the firing exits 0 even with
+    --skip-exit-code. The pause ended, the next firing runs; the skipped slots stay skipped."""
+    from datetime import datetime, timezone
+
+    fake = MemoryWorld([0, 0, 0])
+    hourly = ("--schedule", "0 * * * *", "--tz", "UTC", "--on-failure", "page",
+              "--on-success", "ok", "--skip-exit-code", "75")
+    fake.now = T0 - 3 * 3600
+    assert fake.fire(tmp_path, *hourly) == 0
+    fake.ledger.pause("j", datetime.fromtimestamp(T0 + 60, timezone.utc), "deploy", "ops")
+    fake.now = T0
+    assert fake.fire(tmp_path, *hourly, "--catchup", "all") == 0
+    assert len(fake.envs) == 1 and fake.hooks == [("ok", None)]
+    assert [(r.trigger, r.status, r.skip_reason) for r in fake.runs()][:3] == [
+        ("schedule", Status.SKIPPED, Reason.PAUSED), ("catchup", Status.SKIPPED, Reason.PAUSED),
+        ("catchup", Status.SKIPPED, Reason.PAUSED)]
+    skips = [e for e in events(tmp_path) if e["event"] == "skip"]
+    assert [e["skip_reason"] for e in skips] == ["paused"] * 3
+    assert skips[0]["paused_until"] and skips[0]["pause_reason"] == "deploy"
+    fake.now = T0 + 3600  # the pause has ended
+    assert fake.fire(tmp_path, *hourly, "--catchup", "all") == 0
+    assert len(fake.envs) == 2
+    assert sum(r.skip_reason == Reason.PAUSED for r in fake.runs()) == 3

@@ -4,6 +4,7 @@ ledger, the pages' escaping, and that ``run`` never imports the server."""
 from __future__ import annotations
 
 import io
+import json
 import threading
 from datetime import datetime, timezone
 
@@ -201,3 +202,16 @@ def test_run_never_imports_the_server(tmp_path):
     assert "cronwrap.run.runner" in modules and "cronwrap.run.attempt" in modules  # it did run
     assert [m for m in modules if m.split(".")[0] == "waitress"
             or m in ("cronwrap.read.serve", "cronwrap.read.pages")] == []
+
+
+def test_a_paused_job_is_ok_and_says_so_on_the_page_the_api_and_metrics(app):
+    """serve draws what status computes (report.job_reports): a pause shows everywhere."""
+    ledger = app.open_ledger()
+    ledger.pause("<b>j</b>", None, "maint <now>", "ops1")
+    status, _, body = call(app, "/api/status")
+    (job,) = json.loads(body)
+    assert status == 200 and job["paused"] is True and job["health"] == "ok"
+    assert job["why"] == "paused (maint <now>)" and job["pause"]["paused_by"] == "ops1"
+    page = call(app, "/")[2]
+    assert "paused (maint &lt;now&gt;)" in page
+    assert 'cronwrap_paused{cronjob="<b>j</b>"} 1' in call(app, "/metrics")[2]

@@ -268,8 +268,10 @@ LEDGER: tuple[Block, ...] = (
     "match), without waiting for the lease; any other firing, such as a container that shares "
     "the host name, waits for the lease to expire. `cronwrap unlock` *NAME* expires the "
     "leases of a job's running rows, for an operator who knows the holder is dead.",
-    "On PostgreSQL a claim is one call of the server-side function `cronwrap_claim` (created "
-    "again by every migration and by `cronwrap db init`), one round trip; a renewal and a "
+    "On PostgreSQL a claim is one call of the server-side function "
+    "`cronwrap_claim_unless_paused` (which answers a paused job's firing itself and leaves "
+    "every other to `cronwrap_claim`, the function older releases call; both created again "
+    "by every migration and by `cronwrap db init`), one round trip; a renewal and a "
     "finish are one statement "
     "each. Once the job is claimed the wrapper closes its connection: each renewal and the "
     "finish connect for their own statement, so a running job holds no server connection. "

@@ -162,7 +162,9 @@ COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
         "`--json`: an array of jobs, each with `job`, `schedule`, `tz`, `last_run` (a run as in "
         "`history --json`, or null), `last_success_at`, `next_due_at`, `running` (runs holding a "
         "live lease, with `lease_left_s`), `missed`, `late`, `counts` (runs by status in the "
-        "window), `health`, `why` (its few words), `first_seen` and `last_seen`. `--check`, `--format prometheus` and "
+        "window), `health`, `why` (its few words), `paused` and `pause` (the pause in force: "
+        "`job`, `until`, `reason`, `paused_by`, `paused_at`; or null), `first_seen` and "
+        "`last_seen`. `--check`, `--format prometheus` and "
         "`--textfile` are described under MONITORING.",
     ),
     "history": (
@@ -597,7 +599,9 @@ MONITORING: tuple[Block, ...] = (
     f"{LATE_GRACE} away from its slot (the host's clock, zone or crontab line is off; an "
     "`@reboot` catch-up counts too); `ok` otherwise. Health describes the present: slots "
     "recorded `missed` earlier in the window stay counted (`missed`, *NAME*`_missed`, "
-    "`cronwrap_missed_slots`), but once a later run went well the job is `ok` again.",
+    "`cronwrap_missed_slots`), but once a later run went well the job is `ok` again. A paused "
+    "job (`cronwrap pause`) is `ok`, its why \"paused until \u2026\" with the reason, and none "
+    "of its slots is late.",
     "`status --check` is a Nagios/Icinga plugin: it prints one line, *CRONWRAP* *STATE* `-` "
     "*counts*`:` *reasons* `|` *perfdata*, and exits "
     f"{errors.CHECK_OK} OK, {errors.CHECK_WARNING} WARNING, {errors.CHECK_CRITICAL} CRITICAL "
@@ -607,7 +611,8 @@ MONITORING: tuple[Block, ...] = (
     "not succeeded within `--max-age` (a `warning` is not a success: a job that has only "
     "warned for longer than that is CRITICAL); WARNING when a run has been running longer than "
     "`--warn-duration`, or longer than the 95th percentile of its recent successful "
-    "durations (when it has 5 or more among its last 50), or when `status` says `warning`. The "
+    "durations (when it has 5 or more among its last 50), or when `status` says `warning`. A "
+    "paused job is OK whatever its last run or `--max-age`, named in the line with its pause. The "
     "perfdata has, per job, *NAME*`_duration`, *NAME*`_missed` and *NAME*`_since_success`. "
     "An invalid option or an unreadable ledger exits "
     f"{errors.EXIT_CRONWRAP}, as every command does, not {errors.CHECK_UNKNOWN}.",

@@ -208,6 +208,23 @@ CREATE TRIGGER cronwrap_runs_attempt_kept AFTER UPDATE ON cronwrap_runs FOR EACH
   EXECUTE FUNCTION cronwrap_keep_attempt();
 
 -- name: expansion_3
+-- Pauses (issue 22 §5: cronwrap pause, resume): one row per paused job, NAME, or one host's
+-- share of a host-scoped job (NAME, chr(31), HOST: model.ledger_job), until a time or, with
+-- until NULL, until resumed. A scheduled or catch-up firing of a paused job records its slot skipped,
+-- reason paused, and runs nothing: this release's claim calls cronwrap_claim_unless_paused()
+-- (claim_unless_paused_function below), which looks the pause up in the same statement and
+-- otherwise returns what cronwrap_claim() returns, so cronwrap_claim() is unchanged and a
+-- claim stays one round trip. The previous release calls cronwrap_claim() and never reads
+-- this table: its firings run while the job is paused, until its hosts are upgraded.
+CREATE TABLE IF NOT EXISTS cronwrap_pauses (
+  job text PRIMARY KEY,
+  until timestamptz,
+  reason text,
+  paused_by text,
+  paused_at timestamptz NOT NULL
+);
+
+-- name: expansion_4
 -- Alerts of `cronwrap watch` (issue 23): each breach once (cronwrap_alerts, keyed by what it is:
 -- kind, job, slot or run), and each notification of it once per notifier and phase (the breach
 -- itself, then `recovered`), however many watchers share the ledger: a watcher claims a send as
@@ -296,6 +313,26 @@ WHERE a.fence IS NOT DISTINCT FROM excluded.fence
 
 -- name: attempts_of_runs
 SELECT * FROM cronwrap_attempts WHERE run_id = ANY(%(ids)s) ORDER BY run_id, attempt
+
+-- name: pause_of_job
+-- The pause in force for a firing of %(job)s: its own, else (one host's share of a host-scoped
+-- job) its name's, which covers every host (as in cronwrap_claim_unless_paused).
+SELECT * FROM cronwrap_pauses
+WHERE job IN (%(job)s, split_part(%(job)s, chr(31), 1)) AND (until IS NULL OR until > %(now)s)
+ORDER BY job = %(job)s DESC LIMIT 1
+
+-- name: pause_job
+INSERT INTO cronwrap_pauses (job, until, reason, paused_by, paused_at)
+VALUES (%(job)s, %(until)s, %(reason)s, %(paused_by)s, %(now)s)
+ON CONFLICT (job) DO UPDATE SET until = excluded.until, reason = excluded.reason,
+  paused_by = excluded.paused_by, paused_at = excluded.paused_at
+RETURNING *
+
+-- name: resume_job
+DELETE FROM cronwrap_pauses WHERE job = %(job)s RETURNING *
+
+-- name: pauses
+SELECT * FROM cronwrap_pauses ORDER BY job
 
 -- name: duration_bucket
 INSERT INTO cronwrap_duration_buckets (le_ms) VALUES (%(le_ms)s) ON CONFLICT DO NOTHING
@@ -431,6 +468,68 @@ BEGIN
 END
 $fn$;
 
+-- name: claim_unless_paused_function
+-- The claim of this release (the block claim calls it): a firing that is not a person's
+-- (trigger manual) of a paused job, its own pause or its name's (split_part: NAME of a host's
+-- share, NAME chr(31) HOST), is recorded skipped, reason paused, with the job row as cronwrap_claim() writes
+-- it (its last slot seen: status does not count the paused slots late), and answered with
+-- outcome 'paused' and the slot's row (the new one, or the one already there) with the pause
+-- under its key 'pause'. Any other firing is cronwrap_claim()'s, unchanged. Same parameters,
+-- same result, one statement: a claim stays one round trip. Created as claim_function is
+-- (after the expansions that add cronwrap_pauses, and by db init).
+CREATE OR REPLACE FUNCTION cronwrap_claim_unless_paused(
+  p_job text, p_schedule text, p_tz text, p_key_template text, p_settings text,
+  p_run_key text, p_scheduled_at timestamptz, p_trigger text, p_host text, p_pid integer,
+  p_pid_start bigint, p_boot_id text, p_pid_ns bigint, p_lease float8,
+  p_overlap_skip boolean, p_force boolean, p_max_attempts integer, p_skew_ms integer,
+  p_now timestamptz, p_gone bigint[], p_checked boolean, p_schema integer)
+RETURNS TABLE (outcome text, took_over boolean, run jsonb)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_now timestamptz := coalesce(p_now, now());
+  v_pause cronwrap_pauses;
+  v_row cronwrap_runs;
+  v_schema integer;
+BEGIN
+  IF p_trigger <> 'manual' THEN
+    SELECT * INTO v_pause FROM cronwrap_pauses p
+    WHERE p.job IN (p_job, split_part(p_job, chr(31), 1))
+      AND (p.until IS NULL OR p.until > v_now)
+    ORDER BY p.job = p_job DESC LIMIT 1;
+  END IF;
+  IF v_pause.job IS NULL THEN
+    RETURN QUERY SELECT * FROM cronwrap_claim(p_job, p_schedule, p_tz, p_key_template,
+      p_settings, p_run_key, p_scheduled_at, p_trigger, p_host, p_pid, p_pid_start, p_boot_id,
+      p_pid_ns, p_lease, p_overlap_skip, p_force, p_max_attempts, p_skew_ms, p_now, p_gone,
+      p_checked, p_schema);
+    RETURN;
+  END IF;
+  PERFORM set_config('lock_timeout', '15s', true);
+  SELECT value::integer INTO v_schema FROM cronwrap_meta WHERE key = 'schema_version';
+  IF v_schema > p_schema THEN
+    RAISE EXCEPTION 'cronwrap ledger schema % is newer than this cronwrap knows (%)', v_schema,
+      p_schema USING ERRCODE = 'feature_not_supported';
+  END IF;
+  INSERT INTO cronwrap_jobs AS j (name, schedule, tz, key_template, settings, first_seen,
+                                  last_seen, last_slot)
+  VALUES (p_job, p_schedule, p_tz, p_key_template, p_settings, v_now, v_now, p_scheduled_at)
+  ON CONFLICT (name) DO UPDATE SET
+    schedule = excluded.schedule, tz = excluded.tz, settings = excluded.settings,
+    key_template = excluded.key_template, last_seen = excluded.last_seen,
+    last_slot = GREATEST(j.last_slot, excluded.last_slot);
+  INSERT INTO cronwrap_runs (job, run_key, scheduled_at, trigger, status, skip_reason, host,
+                             created_at)
+  VALUES (p_job, p_run_key, p_scheduled_at, p_trigger, 'skipped', 'paused', p_host, v_now)
+  ON CONFLICT (job, run_key) DO NOTHING
+  RETURNING * INTO v_row;
+  IF v_row.id IS NULL THEN
+    SELECT * INTO v_row FROM cronwrap_runs r WHERE r.job = p_job AND r.run_key = p_run_key;
+  END IF;
+  RETURN QUERY SELECT 'paused'::text, false,
+    to_jsonb(v_row) || jsonb_build_object('pause', to_jsonb(v_pause));
+END
+$fn$;
+
 -- name: settings_function
 -- Settings that are not JSON (anyone who can write a shared ledger can put anything there)
 -- read as no settings, so that prune never fails on them. Created as claim_function is.
@@ -486,8 +585,9 @@ RETURNING *
 SELECT * FROM cronwrap_runs WHERE job = %(job)s AND run_key = %(run_key)s
 
 -- name: claim
--- One statement, its own transaction: a claim is one round trip (see claim_function).
-SELECT * FROM cronwrap_claim(%(job)s::text, %(schedule)s::text, %(tz)s::text,
+-- One statement, its own transaction: a claim is one round trip (see claim_function and
+-- claim_unless_paused_function).
+SELECT * FROM cronwrap_claim_unless_paused(%(job)s::text, %(schedule)s::text, %(tz)s::text,
   %(key_template)s::text, %(settings)s::text, %(run_key)s::text, %(scheduled_at)s::timestamptz,
   %(trigger)s::text, %(host)s::text, %(pid)s::integer, %(pid_start)s::bigint,
   %(boot_id)s::text, %(pid_ns)s::bigint, %(lease)s::float8, %(overlap_skip)s::boolean,

@@ -152,7 +152,21 @@ BEGIN
 END;
 
 -- name: expansion_3
--- Alerts of `cronwrap watch`, as postgres.sql's expansion_3 says. A deleted alert takes its
+-- Pauses (cronwrap pause, resume), as postgres.sql's expansion_3 says: one row per paused job
+-- (NAME, or one host's share of a host-scoped job, model.ledger_job), until a time or (NULL)
+-- until resumed.
+-- The claim reads it (pause_of_job) in its transaction: a scheduled or catch-up firing of a
+-- paused job records its slot skipped, reason paused, and runs nothing.
+CREATE TABLE IF NOT EXISTS pauses (
+  job TEXT PRIMARY KEY,
+  until REAL,
+  reason TEXT,
+  paused_by TEXT,
+  paused_at REAL NOT NULL
+);
+
+-- name: expansion_4
+-- Alerts of `cronwrap watch`, as postgres.sql's expansion_4 says. A deleted alert takes its
 -- sends with it (alerts_forgotten: SQLite enforces no foreign key unless asked).
 CREATE TABLE IF NOT EXISTS alerts (
   key TEXT PRIMARY KEY,
@@ -233,6 +247,27 @@ WHERE attempts.fence IS excluded.fence
 -- name: attempts_of_runs
 SELECT * FROM attempts WHERE run_id IN (SELECT value FROM json_each(:ids))
 ORDER BY run_id, attempt
+
+-- name: pause_of_job
+-- The pause in force for a firing of :job: its own, else (one host's share of a host-scoped
+-- job, NAME char(31) HOST) its name's, which covers every host. model.pause_names says the same.
+SELECT * FROM pauses
+WHERE job IN (:job, substr(:job, 1, instr(:job || char(31), char(31)) - 1))
+  AND (until IS NULL OR until > :now)
+ORDER BY job = :job DESC LIMIT 1
+
+-- name: pause_job
+INSERT INTO pauses (job, until, reason, paused_by, paused_at)
+VALUES (:job, :until, :reason, :paused_by, :now)
+ON CONFLICT (job) DO UPDATE SET until = excluded.until, reason = excluded.reason,
+  paused_by = excluded.paused_by, paused_at = excluded.paused_at
+RETURNING *
+
+-- name: resume_job
+DELETE FROM pauses WHERE job = :job RETURNING *
+
+-- name: pauses
+SELECT * FROM pauses ORDER BY job
 
 -- name: expansion
 SELECT value FROM meta WHERE key = 'expansion'
