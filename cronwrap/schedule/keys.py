@@ -59,7 +59,9 @@ def run_key(slot: datetime, template: str | None = None, zone: ZoneInfo | None =
         return slot.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     local = slot.astimezone(zone) if zone else slot
     key = local.strftime(validate_key_template(template))
-    if len(key) > MAX_KEY_LENGTH or any(ch in key for ch in "\0\n\r"):
+    # Empty: strftime gives up on a result it cannot hold (%f's digits read as a field width
+    # by a preceding %0: '%0%%%f' on a time with microseconds asks for thousands of columns).
+    if not key or len(key) > MAX_KEY_LENGTH or any(ch in key for ch in "\0\n\r"):
         raise UsageError(f"--key: {template!r} gives an unusable key {key[:40]!r}…")
     return key
 

@@ -347,6 +347,7 @@ KEY_TEXT = st.one_of(
 
 @FUZZ
 @given(KEY_TEXT, WHEN, st.sampled_from(ZONES))
+@example("%0%%%f:%D", datetime(2000, 1, 1, 0, 0, 0, 4087, tzinfo=timezone.utc), "UTC")
 def test_key_templates_are_accepted_only_when_they_give_usable_keys(template, slot, zone):
     try:
         schedule.validate_key_template(template)
