@@ -44,10 +44,12 @@ def grace(period: timedelta, given: float | None) -> timedelta:
 
 def breaches(reports: list[JobReport], now: datetime, given_grace: float | None,
              streaks: dict[str, tuple[int, int]]) -> list[Alert]:
-    """Every breach now. ``streaks``: for a job whose last run failed, its failed slots in a
-    row and the run id of the first of them (``policy.failure_streak``)."""
+    """Every breach now, but of paused jobs. ``streaks``: for a job whose last run failed,
+    its failed slots in a row and the run id of the first of them (``policy.failure_streak``)."""
     found: list[Alert] = []
     for report in reports:
+        if report.pause is not None:
+            continue  # paused on purpose: told nothing new until it resumes
         found += late(report, now, given_grace)
         found += failing(report, streaks.get(report.summary.job))
         found += stuck(report, now, given_grace)
@@ -68,8 +70,8 @@ def late(report: JobReport, now: datetime, given_grace: float | None) -> list[Al
         return []
     job = shown_job(s.job)
     return [Alert(alert_key(LATE, s.job, iso(due)), LATE, s.job,
-                  f"{job}: late: its slot {iso(due)} passed {_ago(now - due)} ago with no run "
-                  f"(last slot {iso(s.last_slot)})", slot=due)]
+                  f"{job}: late: its slot {_when(due)} passed {_ago(now - due)} ago with no "
+                  f"run (its last: {_when(s.last_slot.astimezone(due.tzinfo))})", slot=due)]
 
 
 def failing(report: JobReport, streak: tuple[int, int] | None) -> list[Alert]:
@@ -134,6 +136,11 @@ def recovered(alert: Alert, now: datetime) -> Alert:
     return Alert(alert.key, RECOVERED, alert.job,
                  f"{shown_job(alert.job)}: recovered: no longer {alert.kind} (was: {was})",
                  slot=alert.slot, run_id=alert.run_id)
+
+
+def _when(t: datetime) -> str:
+    """A slot as a person reads it: in its schedule's zone, to the second."""
+    return t.isoformat(timespec="seconds")
 
 
 def _ago(delta: timedelta) -> str:

@@ -150,8 +150,11 @@ class Watcher:
         present = {a.key: a for a in found.breaches(reports, at, self.grace, streaks)}
         held = ledger.alerts(at - RECENT)
         known = {s.alert.key for s in held}
+        # a paused job's alerts stay as they are: neither told again nor said recovered
+        paused = {r.summary.job for r in reports if r.pause is not None}
         opened = [a for key, a in present.items() if key not in known]
-        closed = [s.alert.key for s in held if s.closed_at is None and s.alert.key not in present]
+        closed = [s.alert.key for s in held if s.closed_at is None
+                  and s.alert.key not in present and s.alert.job not in paused]
         if self.dry_run:
             for alert in opened:
                 _say(f"would open: {alert.text}")
@@ -162,6 +165,8 @@ class Watcher:
             ledger.record_alerts(opened, closed, self.id, at - FORGET)
             held = ledger.alerts(at - RECENT)
         for state in held:
+            if state.alert.job in paused:
+                continue
             for notifier in self.notifiers:
                 self._send_due(ledger, state, notifier, at)
 
