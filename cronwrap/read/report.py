@@ -90,6 +90,63 @@ def warning_detail(run: Run) -> str:
     return run.skip_reason or f"exit {run.exit_code}"
 
 
+_SPAWN_EXITS = {126: "the command was found but is not executable",
+               127: "the command was not found"}  # as a shell reports them (run's exit table)
+_TRIGGER_WORDS = {"schedule": "cron fired it for its slot",
+                  "catchup": "a catch-up: its slot had been missed",
+                  "takeover": "a takeover: the slot's runner had died",
+                  "manual": "run by hand for its slot (--date, --at)"}
+_SKIP_WORDS = {"overlap": "another run of the job was live (--overlap skip)",
+              "too_late": "a missed slot older than --catchup-window",
+              "duplicate": "the slot had already been run"}
+
+
+def run_why(run: Run, now: datetime) -> str:
+    """Why a run ended as it did, in a person's words: its status read with its exit status,
+    signal, timeout and reason (the words of README's exit table and the ledger's statuses)."""
+    shown, code, reason = run.shown_status(now), run.exit_code, run.skip_reason
+    if shown == Status.ABANDONED:
+        return "its runner is gone and its lease expired: the job's next firing takes it over"
+    if shown == Status.RUNNING:
+        return f"running; its lease has {format_duration(run.lease_left(now) or 0)} left"
+    if shown == Status.TIMEOUT:
+        killed = " and needed KILL" if code == 137 else ""
+        return f"it reached its --timeout and was ended{killed} (exit {code})"
+    if reason == "lease_lost":
+        return ("cronwrap ended it: its lease was lost (another runner took the slot over, or "
+                "the ledger was unreachable for longer than the lease)")
+    if shown in (Status.SKIPPED, Status.MISSED):
+        return _SKIP_WORDS.get(reason or "", f"not run ({reason})" if reason else
+                              "the slot passed without a run")
+    if run.signal is not None:
+        return f"ended by signal {run.signal} ({signal_name(run.signal)}), exit {code}"
+    if shown == Status.WARNING:
+        return ("it succeeded faster than --min-duration" if reason == "too_fast"
+                else f"exit {code} is a --warning-exit status")
+    if code is None:
+        return str(shown)
+    return f"exit {code}: {_SPAWN_EXITS[code]}" if code in _SPAWN_EXITS and shown == Status.FAILED \
+        else f"the job exited with status {code}"
+
+
+def trigger_words(trigger: str) -> str:
+    return f"{trigger}: {_TRIGGER_WORDS[trigger]}" if trigger in _TRIGGER_WORDS else trigger
+
+
+def signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def last_failure(runs: list[Run]) -> Run | None:
+    """The newest run (``runs`` newest first) that failed, timed out, was killed or warned."""
+    return next((r for r in runs if r.status in (*BAD_STATUSES, Status.WARNING)), None)
+
+
 def job_reports(ledger: base.Ledger, since: datetime, names: list[str] | None,
                 now: datetime) -> list[JobReport]:
     reports = []
