@@ -531,8 +531,8 @@ def what_html(run: Run, now: datetime, zone: tzinfo | None) -> str:
         ("trigger", trigger_words(run.trigger)),
     ]
     rows = "".join(f"<tr><th>{k}</th><td>{h(v)}</td></tr>" for k, v in facts)
-    rows += (f"<tr><th>slot</th><td>{at_html(run.scheduled_at, now, zone)} "
-             f'<span class="mono">{h(run.run_key)}</span></td></tr>'
+    rows += (f"<tr><th>slot</th><td>{at_html(run.scheduled_at, now, zone)} (run key "
+             f'<span class="mono">{h(run.run_key)}</span>)</td></tr>'
              f"<tr><th>started</th><td>{at_html(run.started_at, now, zone)}</td></tr>"
              f"<tr><th>finished</th><td>{at_html(ended, now, zone)}</td></tr>")
     return f'<table id="what">{rows}</table>'
