@@ -7,7 +7,8 @@ hosts, keys, reasons, output) goes through ``h``: control characters shown as ``
 (textsafe), then HTML-escaped, quotes included. Colours come from the registries (the
 picture's style per status, monitor's severity per health), so a status added to the ledger
 is drawn, only without a colour of its own. No script, no external fetch: a stylesheet inline
-and ``<meta http-equiv=refresh>`` for the auto-refresh.
+(light and dark by ``prefers-color-scheme``, cards on a narrow screen), ``<meta
+http-equiv=refresh>`` for the auto-refresh, links and a GET form for the overview's filter.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from urllib.parse import quote, urlencode
 
 from cronwrap import __version__
 from cronwrap.errors import CHECK_CRITICAL
-from cronwrap.model import Run, Status, iso, shown_job
+from cronwrap.model import Run, Status, iso, job_host, shown_job
 from cronwrap.options.durations import format_duration
 from cronwrap.read.monitoring import HEALTH_STATES
 from cronwrap.read.picture import MARKS, Picture, history_picture
@@ -93,7 +94,9 @@ class Filter(Record):
         return "./" + (f"?{urlencode(kept)}" if kept else "")
 
     def matches(self, job: str) -> bool:
-        return self.q.casefold() in shown_job(job).casefold()
+        """The ledger's ``job`` is shown, whatever its health."""
+        return self.q.casefold() in shown_job(job).casefold() and \
+            (not self.host or job_host(job)[1] == self.host)
 
 
 def colours(dark: bool) -> str:
@@ -520,11 +523,9 @@ def run_page(run: Run, events: list[dict[str, object]], output: Output, now: dat
 
 def what_html(run: Run, now: datetime, zone: tzinfo | None) -> str:
     """The run at a glance, a row a fact."""
-    took = duration_text(run)
-    ended = run.finished_at
+    running = run.shown_status(now) == Status.RUNNING
     facts = [
-        ("took", took if took != "-" else ("still running" if run.shown_status(now) == Status.RUNNING
-                                           else "-")),
+        ("took", "still running" if running else duration_text(run)),
         ("exit", "-" if run.exit_code is None else str(run.exit_code)),
         ("host", (run.host or "-") + (f" (pid {run.pid})" if run.pid else "")),
         ("attempt", str(run.attempt)),
@@ -534,7 +535,7 @@ def what_html(run: Run, now: datetime, zone: tzinfo | None) -> str:
     rows += (f"<tr><th>slot</th><td>{at_html(run.scheduled_at, now, zone)} (run key "
              f'<span class="mono">{h(run.run_key)}</span>)</td></tr>'
              f"<tr><th>started</th><td>{at_html(run.started_at, now, zone)}</td></tr>"
-             f"<tr><th>finished</th><td>{at_html(ended, now, zone)}</td></tr>")
+             f"<tr><th>finished</th><td>{at_html(run.finished_at, now, zone)}</td></tr>")
     return f'<table id="what">{rows}</table>'
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from cronwrap.errors import CronwrapError
-from cronwrap.model import (BAD_STATUSES, DONE_STATUSES, JobSummary, Run, Status, iso, job_host,
-                            shown_job)
+from cronwrap.model import (BAD_STATUSES, DONE_STATUSES, JobSummary, Reason, Run, Status, Trigger,
+                            iso, job_host, shown_job)
 from cronwrap.options.durations import format_duration
 from cronwrap.read.table import Cell, Screen, render_table, render_text
 from cronwrap.record import TYPE_CHECKING, Record
@@ -90,20 +90,23 @@ def warning_detail(run: Run) -> str:
     return run.skip_reason or f"exit {run.exit_code}"
 
 
+# Words for a person, by the ledger's strings (run's exit statuses 126/127, as a shell's).
 _SPAWN_EXITS = {126: "the command was found but is not executable",
-               127: "the command was not found"}  # as a shell reports them (run's exit table)
-_TRIGGER_WORDS = {"schedule": "cron fired it for its slot",
-                  "catchup": "a catch-up: its slot had been missed",
-                  "takeover": "a takeover: the slot's runner had died",
-                  "manual": "run by hand for its slot (--date, --at)"}
-_SKIP_WORDS = {"overlap": "another run of the job was live (--overlap skip)",
-              "too_late": "a missed slot older than --catchup-window",
-              "duplicate": "the slot had already been run"}
+                127: "the command was not found"}
+_TRIGGER_WORDS: dict[str, str] = {
+    Trigger.SCHEDULE: "cron fired it for its slot",
+    Trigger.CATCHUP: "a catch-up: its slot had been missed",
+    Trigger.TAKEOVER: "a takeover: the slot's runner had died",
+    Trigger.MANUAL: "run by hand for its slot (--date, --at)"}
+_SKIP_WORDS: dict[str, str] = {
+    Reason.OVERLAP: "another run of the job was live (--overlap skip)",
+    Reason.TOO_LATE: "a missed slot older than --catchup-window",
+    Reason.DUPLICATE: "the slot had already been run"}
 
 
 def run_why(run: Run, now: datetime) -> str:
     """Why a run ended as it did, in a person's words: its status read with its exit status,
-    signal, timeout and reason (the words of README's exit table and the ledger's statuses)."""
+    signal, timeout and reason (what README's exit statuses and STATUS_MEANINGS say)."""
     shown, code, reason = run.shown_status(now), run.exit_code, run.skip_reason
     if shown == Status.ABANDONED:
         return "its runner is gone and its lease expired: the job's next firing takes it over"
@@ -112,7 +115,7 @@ def run_why(run: Run, now: datetime) -> str:
     if shown == Status.TIMEOUT:
         killed = " and needed KILL" if code == 137 else ""
         return f"it reached its --timeout and was ended{killed} (exit {code})"
-    if reason == "lease_lost":
+    if reason == Reason.LEASE_LOST:
         return ("cronwrap ended it: its lease was lost (another runner took the slot over, or "
                 "the ledger was unreachable for longer than the lease)")
     if shown in (Status.SKIPPED, Status.MISSED):
@@ -121,15 +124,17 @@ def run_why(run: Run, now: datetime) -> str:
     if run.signal is not None:
         return f"ended by signal {run.signal} ({signal_name(run.signal)}), exit {code}"
     if shown == Status.WARNING:
-        return ("it succeeded faster than --min-duration" if reason == "too_fast"
+        return ("it succeeded faster than --min-duration" if reason == Reason.TOO_FAST
                 else f"exit {code} is a --warning-exit status")
     if code is None:
         return str(shown)
-    return f"exit {code}: {_SPAWN_EXITS[code]}" if code in _SPAWN_EXITS and shown == Status.FAILED \
-        else f"the job exited with status {code}"
+    if shown == Status.FAILED and code in _SPAWN_EXITS:
+        return f"exit {code}: {_SPAWN_EXITS[code]}"
+    return f"the job exited with status {code}"
 
 
 def trigger_words(trigger: str) -> str:
+    """``schedule: cron fired it for its slot``: a run's trigger and what it means."""
     return f"{trigger}: {_TRIGGER_WORDS[trigger]}" if trigger in _TRIGGER_WORDS else trigger
 
 

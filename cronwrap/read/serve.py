@@ -16,7 +16,8 @@ one, and only on loopback addresses, checked on the sockets actually bound (a na
 resolve to anything), and every page says so. No endpoint writes; any method but GET and
 HEAD is refused (405), and a request body before anything else (webserver.py, with the
 guards against idle and slow connections). Every page carries a Content-Security-Policy that
-allows no script and no fetch, and nosniff. Answers are bounded: at most HISTORY_MAX runs a
+allows no script and no fetch (a form only to the dashboard itself: the overview's filter is a
+GET form), and nosniff. Answers are bounded: at most HISTORY_MAX runs a
 request, pages of PAGE_SIZE runs read by run id (keyset), long JSON streamed.
 
 waitress is imported only by :func:`serve`: ``run`` never imports this module.
@@ -435,8 +436,7 @@ class Dashboard:
         def work(ledger: base.Ledger, now: datetime) -> str:
             every = self.reports(ledger, now)
             hosts = sorted({host for r in every if (host := job_host(r.summary.job)[1])})
-            matched = [r for r in every if chosen.matches(r.summary.job) and
-                       (not chosen.host or job_host(r.summary.job)[1] == chosen.host)]
+            matched = [r for r in every if chosen.matches(r.summary.job)]
             shown = [r for r in matched if not chosen.health or r.health == chosen.health]
             strips, failures = self.strips.get(ledger, shown, now, [r.summary.job for r in every])
             selection = pages.Selection(filter=chosen, counts=pages.tally(matched), hosts=hosts,

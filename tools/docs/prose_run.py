@@ -280,8 +280,8 @@ COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
         "waiting one is closed, never one being answered. Tokens are compared in constant "
         "time; neither the token nor a database password appears in a page, an error or a "
         "log. Every job name, host, output line and argument is escaped; pages carry a "
-        "Content-Security-Policy that allows no script, and no page loads anything from "
-        "elsewhere. The HTTP server is waitress, installed with cronwrap.",
+        "Content-Security-Policy that allows no script (and forms only to the dashboard "
+        "itself: the filter's GET form), and no page loads anything from elsewhere. The HTTP server is waitress, installed with cronwrap.",
         "Under systemd, run it as a service of a user that can read the ledger (for "
         "PostgreSQL, its password in that user's ~/.pgpass), with a token file, restarted on "
         "failure:",
