@@ -115,7 +115,7 @@ h1{font-size:1.4em;margin:0 0 .4em}h2{font-size:1.1em;margin:1.4em 0 .4em}
 a{color:var(--link)}table{border-collapse:collapse}
 th,td{text-align:left;padding:.25em .7em .25em 0;vertical-align:top;border-bottom:1px solid var(--line)}
 th{font-weight:600}th,td{white-space:nowrap}td.why{white-space:normal;min-width:16em}
-#fields td,#events td,#what td{white-space:normal;word-break:break-all}
+#fields td,#events td,#what td{white-space:normal;overflow-wrap:anywhere}
 .mono,pre,.strip,.tail{font-family:ui-monospace,Menlo,Consolas,monospace}
 pre{background:var(--code);padding:.7em;overflow:auto;white-space:pre-wrap;max-height:40em}
 #fields pre{margin:0;padding:.3em;max-height:20em}

@@ -95,9 +95,9 @@ _SPAWN_EXITS = {126: "the command was found but is not executable",
                 127: "the command was not found"}
 _TRIGGER_WORDS: dict[str, str] = {
     Trigger.SCHEDULE: "cron fired it for its slot",
-    Trigger.CATCHUP: "a catch-up: its slot had been missed",
-    Trigger.TAKEOVER: "a takeover: the slot's runner had died",
-    Trigger.MANUAL: "run by hand for its slot (--date, --at)"}
+    Trigger.CATCHUP: "its slot had been missed",
+    Trigger.TAKEOVER: "the slot's runner had died",
+    Trigger.MANUAL: "run by hand for its slot: --date, --at"}
 _SKIP_WORDS: dict[str, str] = {
     Reason.OVERLAP: "another run of the job was live (--overlap skip)",
     Reason.TOO_LATE: "a missed slot older than --catchup-window",
@@ -134,8 +134,8 @@ def run_why(run: Run, now: datetime) -> str:
 
 
 def trigger_words(trigger: str) -> str:
-    """``schedule: cron fired it for its slot``: a run's trigger and what it means."""
-    return f"{trigger}: {_TRIGGER_WORDS[trigger]}" if trigger in _TRIGGER_WORDS else trigger
+    """``schedule (cron fired it for its slot)``: a run's trigger and what it means."""
+    return f"{trigger} ({_TRIGGER_WORDS[trigger]})" if trigger in _TRIGGER_WORDS else trigger
 
 
 def signal_name(number: int) -> str:

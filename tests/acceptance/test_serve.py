@@ -435,7 +435,7 @@ def test_run_page_leads_with_what_happened(server, filled):
                            re.search(r'<table id="what">(.*?)</table>', text).group(1)))
     assert what["took"] == "2m30s" and what["exit"] == "124" and what["attempt"] == "1"
     assert what["host"] == f"host-a (pid {run['pid']})"
-    assert what["trigger"] == "schedule: cron fired it for its slot"
+    assert what["trigger"] == "schedule (cron fired it for its slot)"
     slot = run["scheduled_at"].replace("T", " ")[:19]
     assert what["slot"].startswith(f'<time datetime="{run["scheduled_at"]}">{slot} UTC</time>')
     assert f'(run key <span class="mono">{run["run_key"]}</span>)' in what["slot"]

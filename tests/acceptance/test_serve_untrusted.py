@@ -309,12 +309,14 @@ def test_answers_stay_bounded_on_a_job_of_200000_runs(cw):
         old_link = running.fetch(f"{running.url}jobs/job-000?page=2000")
         assert old_link.status == 303 and old_link.headers["Location"] == "./job-000"
         deep = running.fetch(f"{running.url}jobs/job-000?before=60").text
-        rows = [int(i) for i in re.findall(r'<a href="../jobs/job-000/runs/(\d+)">', deep)]
+        rows = [int(i) for i in re.findall(r'<a href="../jobs/job-000/runs/(\d+)">',
+                                           deep.split('id="runs"')[1])]
         assert rows == list(range(59, 9, -1))
         assert 'rel="next" href="../jobs/job-000?before=10"' in deep
         assert 'rel="prev" href="../jobs/job-000?before=110"' in deep
         last = running.fetch(f"{running.url}jobs/job-000?before=10").text
-        assert len(re.findall(r'/runs/\d+">', last)) == 9 and 'rel="next"' not in last
+        assert len(re.findall(r'/runs/\d+">', last.split('id="runs"')[1])) == 9
+        assert 'rel="next"' not in last
         assert running.fetch(f"{running.url}jobs/job-000?before=x").status == 400
         peak = peak_rss_mb(running.proc.pid)
     finally:
