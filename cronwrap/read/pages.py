@@ -20,7 +20,7 @@ from urllib.parse import quote, urlencode
 
 from cronwrap import __version__
 from cronwrap.errors import CHECK_CRITICAL
-from cronwrap.model import Run, Status, iso, job_host, shown_job
+from cronwrap.model import Run, RunAttempt, Status, iso, job_host, shown_job
 from cronwrap.options.durations import format_duration
 from cronwrap.read.monitoring import HEALTH_STATES
 from cronwrap.read.picture import MARKS, Picture, history_picture
@@ -500,16 +500,17 @@ def chart_svg(runs: list[Run], rep: JobReport | None, now: datetime,
 # -- one run -----------------------------------------------------------------------------------
 
 def run_page(run: Run, events: list[dict[str, object]], output: Output, now: datetime,
-             site: Site = Site(), root: str = "../../../", zone: tzinfo | None = None) -> str:
-    """What happened, in words (status and why, how long, where, which attempt, why it ran,
-    its slot: times in the job's ``zone``), then its output, then every ledger field of the
-    run and its events from this host's run log, folded."""
+             site: Site = Site(), root: str = "../../../", zone: tzinfo | None = None,
+             earlier: list[RunAttempt] | None = None) -> str:
+    """What happened, in words (status and why, how long, where, which attempt and the slot's
+    ``earlier`` ones, why it ran, its slot: times in the job's ``zone``), then its output, then
+    every ledger field of the run and its events from this host's run log, folded."""
     fields = run.to_json(now)
     rows = "".join(f"<tr><th>{h(k)}</th><td class=\"mono\">{field_html(k, v)}</td></tr>"
                    for k, v in fields.items())
     parts = [f'<h1><a href="{h(job_href(root, run.job))}">{h(shown_job(run.job))}</a>: run {run.run_id}</h1>',
              f'<p id="verdict">{status_html(run, now)}: {h(run_why(run, now))}</p>',
-             what_html(run, now, zone), "<h2>Output</h2>"]
+             what_html(run, now, zone, earlier or []), "<h2>Output</h2>"]
     if output.text is None:
         parts.append('<p class="muted">No captured output here (none in this host\'s log '
                      "directories, and no tail in the ledger).</p>")
@@ -521,7 +522,7 @@ def run_page(run: Run, events: list[dict[str, object]], output: Output, now: dat
     return document(f"{shown_job(run.job)} run {run.run_id}", root, "".join(parts), refresh, site)
 
 
-def what_html(run: Run, now: datetime, zone: tzinfo | None) -> str:
+def what_html(run: Run, now: datetime, zone: tzinfo | None, earlier: list[RunAttempt]) -> str:
     """The run at a glance, a row a fact."""
     running = run.shown_status(now) == Status.RUNNING
     facts = [
@@ -532,11 +533,22 @@ def what_html(run: Run, now: datetime, zone: tzinfo | None) -> str:
         ("trigger", trigger_words(run.trigger)),
     ]
     rows = "".join(f"<tr><th>{k}</th><td>{h(v)}</td></tr>" for k, v in facts)
+    if earlier:
+        rows += ("<tr><th>earlier</th><td>" + "<br>".join(attempt_html(a, now, zone)
+                                                          for a in reversed(earlier)) + "</td></tr>")
     rows += (f"<tr><th>slot</th><td>{at_html(run.scheduled_at, now, zone)} (run key "
              f'<span class="mono">{h(run.run_key)}</span>)</td></tr>'
              f"<tr><th>started</th><td>{at_html(run.started_at, now, zone)}</td></tr>"
              f"<tr><th>finished</th><td>{at_html(run.finished_at, now, zone)}</td></tr>")
     return f'<table id="what">{rows}</table>'
+
+
+def attempt_html(a: RunAttempt, now: datetime, zone: tzinfo | None) -> str:
+    """An earlier attempt at the slot: how it ended, where and when (``history`` lists them)."""
+    reason = f" ({a.reason})" if a.reason else ""
+    exit_text = "" if a.exit_code is None else f", exit {a.exit_code}"
+    return (f'attempt {a.attempt}: <span class="{style_class(a.status)}">{h(a.status)}</span>'
+            f"{h(reason + exit_text)} on {h(a.host or '-')}, started {at_html(a.started_at, now, zone)}")
 
 
 def field_html(key: str, value: object) -> str:

@@ -529,21 +529,23 @@ class Dashboard:
         if not is_run_id(run_id):
             return self.not_found("No such run", "A run id is a number.", root)
 
-        def work(ledger: base.Ledger, now: datetime) -> tuple[Run, str | None, datetime] | None:
+        def work(ledger: base.Ledger, now: datetime
+                 ) -> tuple[Run, list[RunAttempt], str | None, datetime] | None:
             run = ledger.get_run(name, int(run_id))
             if run is None:
                 return None
             info = ledger.job_info(name)
-            return run, info.tz if info else None, now
+            earlier = ledger.attempts([run], now).get(run.run_id, [])[:-1]
+            return run, earlier, info.tz if info else None, now
 
         found = self.read(work)
         if found is None:
             return self.not_found("No such run", f"The job {shown_job(name)!r} has no run {run_id}.",
                                   root)
-        run, tz, now = found
+        run, earlier, tz, now = found
         dirs = self.log_dirs(job_host(name)[0])
         return html(200, pages.run_page(run, run_events(run, dirs), captured_output(run, dirs),
-                                        now, self.site, root, zone_of(tz)))
+                                        now, self.site, root, zone_of(tz), earlier))
 
     def not_found(self, title: str, detail: str, root: str = "./") -> Response:
         return html(404, pages.problem_page(404, title, detail, self.site, root))

@@ -549,3 +549,21 @@ def test_the_chart_plots_a_backfill_by_slot(filled):
     gaps = [b - a for a, b in zip(xs, xs[1:])]
     assert max(gaps) - min(gaps) < 0.5 and max(xs) < 900 - 36 - 100, xs
     assert re.search(r">slot 2026-10-20 01:30 \S+</text>", text)
+
+
+def test_run_page_lists_the_slots_earlier_attempts(filled):
+    filled("run", "-n", "flaky", "--retries", "1", "--retry-delay", "0", "--", "sh", "-c",
+           "echo try; exit 75")
+    (run,) = filled.json("history", "flaky", "--json")
+    assert run["attempt"] == 2 and len(run["attempts"]) == 2
+    running = Server(filled)
+    try:
+        text = running.fetch(f"{job_url(running, 'flaky')}/runs/{run['run_id']}").text
+    finally:
+        running.stop()
+    what = dict(re.findall(r"<tr><th>(\w+)</th><td>(.*?)</td></tr>",
+                           re.search(r'<table id="what">(.*?)</table>', text).group(1)))
+    assert what["attempt"] == "2"
+    assert re.fullmatch(r'attempt 1: <span class="s-red">failed</span>, exit 75 on [^,<]+, '
+                        r'started <time datetime="[^"]+">[^<]+ UTC</time> <span class="muted">'
+                        r"[^<]+ ago</span>", what["earlier"]), what["earlier"]
