@@ -12,8 +12,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from cronwrap.errors import CronwrapError
-from cronwrap.model import (BAD_STATUSES, DONE_STATUSES, JobSummary, Pause, Run, Status,
-                            active_pause, iso, job_host, shown_job)
+from cronwrap.model import (BAD_STATUSES, DONE_STATUSES, JobSummary, Pause, Reason, Run, Status,
+                            Trigger, active_pause, iso, job_host, shown_job)
 from cronwrap.options.durations import format_duration
 from cronwrap.read.table import Cell, Screen, render_table, render_text
 from cronwrap.record import TYPE_CHECKING, Record
@@ -92,6 +92,68 @@ def plural(n: int, word: str) -> str:
 def warning_detail(run: Run) -> str:
     """Why a run was recorded ``warning``: its reason (``too_fast``), else its exit status."""
     return run.skip_reason or f"exit {run.exit_code}"
+
+
+# Words for a person, by the ledger's strings (run's exit statuses 126/127, as a shell's).
+_SPAWN_EXITS = {126: "the command was found but is not executable",
+                127: "the command was not found"}
+_TRIGGER_WORDS: dict[str, str] = {
+    Trigger.SCHEDULE: "cron fired it for its slot",
+    Trigger.CATCHUP: "its slot had been missed",
+    Trigger.TAKEOVER: "the slot's runner had died",
+    Trigger.MANUAL: "run by hand for its slot: --date, --at"}
+_SKIP_WORDS: dict[str, str] = {
+    Reason.OVERLAP: "another run of the job was live (--overlap skip)",
+    Reason.TOO_LATE: "a missed slot older than --catchup-window",
+    Reason.DUPLICATE: "the slot had already been run"}
+
+
+def run_why(run: Run, now: datetime) -> str:
+    """Why a run ended as it did, in a person's words: its status read with its exit status,
+    signal, timeout and reason (what README's exit statuses and STATUS_MEANINGS say)."""
+    shown, code, reason = run.shown_status(now), run.exit_code, run.skip_reason
+    if shown == Status.ABANDONED:
+        return "its runner is gone and its lease expired: the job's next firing takes it over"
+    if shown == Status.RUNNING:
+        return f"running; its lease has {format_duration(run.lease_left(now) or 0)} left"
+    if shown == Status.TIMEOUT:
+        killed = " and needed KILL" if code == 137 else ""
+        return f"it reached its --timeout and was ended{killed} (exit {code})"
+    if reason == Reason.LEASE_LOST:
+        return ("cronwrap ended it: its lease was lost (another runner took the slot over, or "
+                "the ledger was unreachable for longer than the lease)")
+    if shown in (Status.SKIPPED, Status.MISSED):
+        return _SKIP_WORDS.get(reason or "", f"not run ({reason})" if reason else
+                              "the slot passed without a run")
+    if run.signal is not None:
+        return f"ended by signal {run.signal} ({signal_name(run.signal)}), exit {code}"
+    if shown == Status.WARNING:
+        return ("it succeeded faster than --min-duration" if reason == Reason.TOO_FAST
+                else f"exit {code} is a --warning-exit status")
+    if code is None:
+        return str(shown)
+    if shown == Status.FAILED and code in _SPAWN_EXITS:
+        return f"exit {code}: {_SPAWN_EXITS[code]}"
+    return f"the job exited with status {code}"
+
+
+def trigger_words(trigger: str) -> str:
+    """``schedule (cron fired it for its slot)``: a run's trigger and what it means."""
+    return f"{trigger} ({_TRIGGER_WORDS[trigger]})" if trigger in _TRIGGER_WORDS else trigger
+
+
+def signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def last_failure(runs: list[Run]) -> Run | None:
+    """The newest run (``runs`` newest first) that failed, timed out, was killed or warned."""
+    return next((r for r in runs if r.status in (*BAD_STATUSES, Status.WARNING)), None)
 
 
 def job_reports(ledger: base.Ledger, since: datetime, names: list[str] | None,

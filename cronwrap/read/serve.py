@@ -16,7 +16,8 @@ one, and only on loopback addresses, checked on the sockets actually bound (a na
 resolve to anything), and every page says so. No endpoint writes; any method but GET and
 HEAD is refused (405), and a request body before anything else (webserver.py, with the
 guards against idle and slow connections). Every page carries a Content-Security-Policy that
-allows no script and no fetch, and nosniff. Answers are bounded: at most HISTORY_MAX runs a
+allows no script and no fetch (a form only to the dashboard itself: the overview's filter is a
+GET form), and nosniff. Answers are bounded: at most HISTORY_MAX runs a
 request, pages of PAGE_SIZE runs read by run id (keyset), long JSON streamed.
 
 waitress is imported only by :func:`serve`: ``run`` never imports this module.
@@ -31,14 +32,14 @@ import os
 import stat
 import sys
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, unquote_plus
 
 from cronwrap import schedule as sched
 from cronwrap.commands import default
 from cronwrap.errors import CronwrapError, PathError, UsageError
-from cronwrap.model import JobSummary, Run, RunAttempt, Status, job_host, ledger_job
+from cronwrap.model import JobSummary, Run, RunAttempt, Status, job_host, ledger_job, shown_job
 from cronwrap.options.durations import parse_duration
 from cronwrap.paths import ensure_private_dir, file_name, open_private, resolve_dirs
 from cronwrap.read import pages
@@ -68,6 +69,8 @@ HISTORY_LIMIT: int = default("history", "limit")
 HISTORY_MAX = 1000
 PAGE_SIZE = 50
 CHART_RUNS = 200
+QUERY_MAX = 200  # characters of ?q= and ?host= on the overview
+HEALTHS = (report.CRITICAL, report.WARNING, report.OK)
 JSON_BATCH = 100  # items encoded a chunk at a time in a streamed JSON answer
 OUTPUT_LIMIT = 256 * 1024  # bytes of a captured output file shown (its end)
 TOKEN_MAX = 4096
@@ -76,7 +79,7 @@ THREADS = 4
 
 HEADERS = [
     ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; "
-                                "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+                                "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"),
     ("X-Content-Type-Options", "nosniff"),
     ("Referrer-Policy", "no-referrer"),
     ("Cache-Control", "no-store"),
@@ -374,7 +377,7 @@ class Dashboard:
     def route(self, seg: list[str], params: dict[str, str], root: str, path: str) -> Response:
         host = params.get("host") or None  # ?host=HOST: only that host's host-scoped jobs
         if seg == [""]:
-            return self.overview(host)
+            return self.overview(params)
         if seg == ["metrics"]:
             return self.metrics(host)
         if seg == ["healthz"]:
@@ -419,10 +422,26 @@ class Dashboard:
 
     # -- endpoints
 
-    def overview(self, host: str | None) -> Response:
+    def overview(self, params: dict[str, str]) -> Response:
+        """``?health=H&host=HOST&q=TEXT``: the jobs of that health, that host's rows of
+        host-scoped jobs, whose shown name holds TEXT (any case). The ledger is read as for
+        every job (the summaries are read whole anyway); only the rows shown are drawn."""
+        chosen = pages.Filter(health=params.get("health", ""), host=params.get("host", ""),
+                              q=params.get("q", "").strip())
+        if chosen.health and chosen.health not in HEALTHS:
+            return text(400, f"health: one of {', '.join(HEALTHS)}")
+        if len(chosen.q) > QUERY_MAX or len(chosen.host) > QUERY_MAX:
+            return text(400, f"q, host: at most {QUERY_MAX} characters")
+
         def work(ledger: base.Ledger, now: datetime) -> str:
-            reports = self.reports(ledger, now, host=host)
-            return pages.overview(reports, self.strips.get(ledger, reports, now), now, self.site)
+            every = self.reports(ledger, now)
+            hosts = sorted({host for r in every if (host := job_host(r.summary.job)[1])})
+            matched = [r for r in every if chosen.matches(r.summary.job)]
+            shown = [r for r in matched if not chosen.health or r.health == chosen.health]
+            strips, failures = self.strips.get(ledger, shown, now, [r.summary.job for r in every])
+            selection = pages.Selection(filter=chosen, counts=pages.tally(matched), hosts=hosts,
+                                        total=len(every))
+            return pages.overview(shown, strips, now, self.site, failures, selection)
 
         return html(200, self.read(work))
 
@@ -478,7 +497,9 @@ class Dashboard:
             return text(400, "before: a run id (a positive number)")
         before = None if given is None else int(given)
 
-        def work(ledger: base.Ledger, now: datetime) -> str | None:
+        def work(ledger: base.Ledger, now: datetime
+                 ) -> tuple[JobReport | None, list[Run], list[Run], list[Run] | None,
+                            datetime] | None:
             chart = ledger.runs(name, CHART_RUNS)
             if not chart and ledger.job_info(name) is None:
                 return None
@@ -489,32 +510,42 @@ class Dashboard:
                 above = shown[0].run_id if shown else before - 1
                 newer = ledger.runs_after(name, above, PAGE_SIZE + 1)
             reports = self.reports(ledger, now, [name])
-            rep = reports[0] if reports else None
-            explanation, words = explain(rep, now)
-            return pages.job_page(rep, name, shown[:PAGE_SIZE], chart, explanation, words,
-                                  pager(shown, newer), now, self.site, root)
+            return (reports[0] if reports else None), chart, shown, newer, now
 
-        text_page = self.read(work)
-        if text_page is None:
+        found = self.read(work)
+        if found is None:
             return self.not_found("No such job", f"The ledger has no job named {name!r}.", root)
-        return html(200, text_page)
+        rep, chart, shown, newer, now = found
+        explanation, words = explain(rep, now)
+        zone = zone_of(rep.summary.tz if rep else None)
+        failed = report.last_failure(chart)
+        failure = None
+        if failed is not None and rep is not None and rep.health != report.OK:
+            failure = failed, captured_output(failed, self.log_dirs(job_host(name)[0]))
+        return html(200, pages.job_page(rep, name, shown[:PAGE_SIZE], chart, explanation, words,
+                                        pager(shown, newer), now, self.site, root, zone, failure))
 
     def run(self, name: str, run_id: str, root: str = "../../../") -> Response:
         if not is_run_id(run_id):
             return self.not_found("No such run", "A run id is a number.", root)
 
-        def work(ledger: base.Ledger, now: datetime) -> tuple[Run, datetime] | None:
+        def work(ledger: base.Ledger, now: datetime
+                 ) -> tuple[Run, list[RunAttempt], str | None, datetime] | None:
             run = ledger.get_run(name, int(run_id))
-            return None if run is None else (run, now)
+            if run is None:
+                return None
+            info = ledger.job_info(name)
+            earlier = ledger.attempts([run], now).get(run.run_id, [])[:-1]
+            return run, earlier, info.tz if info else None, now
 
         found = self.read(work)
         if found is None:
-            return self.not_found("No such run", f"The job {name!r} has no run {run_id}.", root)
-        run, now = found
+            return self.not_found("No such run", f"The job {shown_job(name)!r} has no run {run_id}.",
+                                  root)
+        run, earlier, tz, now = found
         dirs = self.log_dirs(job_host(name)[0])
-        output, source = captured_output(run, dirs)
-        return html(200, pages.run_page(run, run_events(run, dirs), output, source, now,
-                                             self.site, root))
+        return html(200, pages.run_page(run, run_events(run, dirs), captured_output(run, dirs),
+                                        now, self.site, root, zone_of(tz), earlier))
 
     def not_found(self, title: str, detail: str, root: str = "./") -> Response:
         return html(404, pages.problem_page(404, title, detail, self.site, root))
@@ -549,11 +580,16 @@ class Strips:
         self.kept: dict[str, tuple[tuple[object, ...], list[Run], str | None]] = {}
         self.lock = threading.Lock()
 
-    def get(self, ledger: base.Ledger, reports: list[JobReport], now: datetime) -> dict[str, str]:
+    def get(self, ledger: base.Ledger, reports: list[JobReport], now: datetime,
+            jobs: list[str] | None = None) -> tuple[dict[str, str], dict[str, Run]]:
+        """The strips of ``reports``' jobs, and the last failure among each one's runs (its
+        line on the overview: no query of its own). ``jobs``: every job of the ledger, whose
+        kept strips stay kept while a filter hides them (default: those of ``reports``)."""
         with self.lock:
             kept = dict(self.kept)
         fresh: dict[str, tuple[tuple[object, ...], list[Run], str | None]] = {}
         drawn: dict[str, str] = {}
+        failures: dict[str, Run] = {}
         for rep in reports:
             job, key = rep.summary.job, fingerprint(rep.summary)
             entry = kept.get(job)
@@ -563,9 +599,13 @@ class Strips:
                 entry = (key, runs, pages.strip_html(runs, now) if settled else None)
             fresh[job] = entry
             drawn[job] = entry[2] if entry[2] is not None else pages.strip_html(entry[1], now)
-        with self.lock:
-            self.kept = fresh  # every job of the ledger: the ones gone are dropped
-        return drawn
+            failure = report.last_failure(entry[1])
+            if failure is not None:
+                failures[job] = failure
+        names = set(fresh) if jobs is None else set(jobs)
+        with self.lock:  # every job of the ledger: the ones gone are dropped
+            self.kept = {**{j: e for j, e in kept.items() if j in names}, **fresh}
+        return drawn, failures
 
 
 def fingerprint(s: JobSummary) -> tuple[object, ...]:
@@ -603,7 +643,7 @@ def run_events(run: Run, log_dirs: list[Path]) -> list[dict[str, object]]:
     return found
 
 
-def captured_output(run: Run, log_dirs: list[Path]) -> tuple[str | None, str]:
+def captured_output(run: Run, log_dirs: list[Path]) -> pages.Output:
     """The end of the run's output file (read as ``logs`` reads it: below a trusted log
     directory, no symlink), else the ledger's tail of it."""
     relative = output_path(Path(), run.job, run.run_id, run.attempt)
@@ -620,10 +660,18 @@ def captured_output(run: Run, log_dirs: list[Path]) -> tuple[str | None, str]:
         finally:
             os.close(fd)
         cut = f" (its last {OUTPUT_LIMIT // 1024} KiB of {size} bytes)" if size > OUTPUT_LIMIT else ""
-        return data.decode("utf-8", "backslashreplace"), f"from {directory / relative}{cut}"
+        return pages.Output(data.decode("utf-8", "backslashreplace"),
+                            f"from {directory / relative}{cut}")
     if run.error_tail:
-        return run.error_tail, "the ledger's tail of the output (the output file is not on this host)"
-    return None, ""
+        return pages.Output(run.error_tail, "the ledger's tail of the output (the output file is "
+                            "not on this host)")
+    return pages.Output(None, "")
+
+
+def zone_of(tz: str | None) -> tzinfo:
+    """The zone a job's times are shown in: its schedule's, else (none recorded, or one this
+    host's tz database lacks) UTC."""
+    return (sched.find_zone(tz) if tz else None) or timezone.utc
 
 
 def serve(app: Dashboard, listen: Listen, made: bool = False, threads: int = THREADS) -> int:

@@ -79,12 +79,12 @@ def test_job_page_explains_schedule_charts_and_pages_runs(server):
     assert '<svg id="chart"' in text and 'data-status="missed"' in text
     assert 'data-status="failed"' in text and '<rect class="late"' in text
     assert 'id="late"' in text and re.search("[23] slots passed without a run", text)
-    runs = re.findall(r'<a href="../jobs/hourly-report/runs/(\d+)">', text)
+    runs = re.findall(r'<a href="../jobs/hourly-report/runs/(\d+)">', text.split('id="runs"')[1])
     assert len(runs) == 50 and runs == sorted(runs, key=int, reverse=True)
     assert f'rel="next" href="../jobs/hourly-report?before={runs[-1]}"' in text  # by run id
     assert 'rel="prev"' not in text
     second = server.fetch(job_url(server, HOURLY) + f"?before={runs[-1]}").text
-    older = re.findall(r'<a href="../jobs/hourly-report/runs/(\d+)">', second)
+    older = re.findall(r'<a href="../jobs/hourly-report/runs/(\d+)">', second.split('id="runs"')[1])
     assert older and int(older[0]) < int(runs[-1]) and 'rel="next"' not in second
     assert 'rel="prev" href="../jobs/hourly-report"' in second  # the newest runs again
 
@@ -378,3 +378,192 @@ def test_pointed_at_the_fleets_postgresql_it_shows_the_fleet(cw, pg_dsn):
         assert f"<td>{host}</td>" in row
         assert f'cronwrap_health{{cronjob="{job}"}} 0' in metrics
     assert {j["last_run"]["host"] for j in api} == {"web-1", "db-1"}
+
+
+# -- the dashboard says why (issue 23 §2) --------------------------------------------------------
+
+def row_of(text: str, href: str) -> str:
+    return next(r for r in text.split("<tr ") if f'href="{href}"' in r)
+
+
+def test_overview_gives_a_failing_jobs_last_output_line(server):
+    text = server.fetch(server.url).text
+    script = row_of(text, f"jobs/{quote(SCRIPT_NAME, safe='')}")
+    tail = re.search(r'<span class="tail" id="tail-(\d+)">(.*?)</span>', script).group(2)
+    assert re.fullmatch(r'<a href="jobs/%3Cscript%3Ealert%281%29%3C%2Fscript%3E/runs/\d+">run \d+</a> '
+                        r"failed \(exit 3\) \S+ ago: &lt;img src=x onerror=alert\(3\)&gt;", tail), tail
+    hourly = row_of(text, f"jobs/{HOURLY}")
+    assert re.search(r"</a> timeout \(exit 124\) \S+ ago: boom</span>", hourly)
+    assert 'class="tail"' not in row_of(text, "jobs/demo")  # ok: nothing to say
+
+
+def test_a_failing_jobs_page_shows_its_last_output(server, filled):
+    (run,) = filled.json("history", SCRIPT_NAME, "--json")
+    text = server.fetch(job_url(server, SCRIPT_NAME)).text
+    assert f'Last failure: <a href="../jobs/{quote(SCRIPT_NAME, safe="")}/runs/{run["run_id"]}">' in text
+    assert re.search(r'<p id="failure"><span class="s-red">failed</span>: the job exited with '
+                     r"status 3; <time ", text)
+    output = re.search(r'<pre id="failure-output">(.*?)</pre>', text, re.S).group(1)
+    assert output == "&lt;script&gt;alert(2)&lt;/script&gt;\n&lt;img src=x onerror=alert(3)&gt;\n"
+    hourly = server.fetch(job_url(server, HOURLY)).text  # the file is not here: the ledger's tail
+    assert "the ledger&#x27;s tail" in hourly and '<pre id="failure-output">boom\n</pre>' in hourly
+    assert "timeout</span>: it reached its --timeout and was ended (exit 124)" in hourly
+    assert 'id="failure' not in server.fetch(job_url(server, "demo")).text
+
+
+def test_a_long_failure_shows_its_last_lines(filled):
+    filled("run", "-n", "chatty", "--", "sh", "-c", "seq 1 100; exit 9")
+    running = Server(filled)
+    try:
+        text = running.fetch(job_url(running, "chatty")).text
+        overview = running.fetch(running.url).text
+    finally:
+        running.stop()
+    output = re.search(r'<pre id="failure-output">(.*?)</pre>', text, re.S).group(1)
+    assert output.splitlines() == [str(n) for n in range(61, 101)]
+    assert "its last 40 of 100 lines" in text
+    assert re.search(r"failed \(exit 9\) \S+ ago: 100</span>", row_of(overview, "jobs/chatty"))
+
+
+def test_run_page_leads_with_what_happened(server, filled):
+    (run,) = filled.json("history", HOURLY, "--limit", "1", "--json")
+    text = server.fetch(f"{job_url(server, HOURLY)}/runs/{run['run_id']}").text
+    verdict = re.search(r'<p id="verdict">(.*?)</p>', text).group(1)
+    assert verdict == ('<span class="s-magenta">timeout</span>: it reached its --timeout and was '
+                       "ended (exit 124)")
+    what = dict(re.findall(r"<tr><th>(\w+)</th><td>(.*?)</td></tr>",
+                           re.search(r'<table id="what">(.*?)</table>', text).group(1)))
+    assert what["took"] == "2m30s" and what["exit"] == "124" and what["attempt"] == "1"
+    assert what["host"] == f"host-a (pid {run['pid']})"
+    assert what["trigger"] == "schedule (cron fired it for its slot)"
+    slot = run["scheduled_at"].replace("T", " ")[:19]
+    assert what["slot"].startswith(f'<time datetime="{run["scheduled_at"]}">{slot} UTC</time>')
+    assert f'(run key <span class="mono">{run["run_key"]}</span>)' in what["slot"]
+    # what happened, then the output, then the ledger's fields, folded
+    order = [text.index(s) for s in ('id="verdict"', 'id="what"', 'id="output"',
+                                     '<details id="details">', 'id="fields"')]
+    assert order == sorted(order)
+    assert "<tr><th>error_tail</th><td class=\"mono\"><pre>boom\n</pre></td></tr>" in text
+    assert "\\x0a" not in text
+
+
+def test_run_page_events_read_as_key_value(server, filled):
+    (run,) = filled.json("history", "demo", "--json")
+    text = server.fetch(f"{job_url(server, 'demo')}/runs/{run['run_id']}").text
+    events = re.search(r'<table id="events">(.*?)</table>', text, re.S).group(1)
+    assert "None" not in events and "False" not in events and "True" not in events
+    def more(event: str) -> dict[str, str]:
+        row = next(r for r in events.split("<tr>") if f"<td>{event}</td>" in r)
+        return dict(p.split("=", 1) for p in re.findall(r"<td>([^<]*)</td>", row)[-1].split(" "))
+
+    assert more("start")["fence"] == str(run["fence"]) and more("start")["took_over"] == "false"
+    assert more("finish")["output_bytes"] == "28" and more("finish")["orphans"] == "0"
+
+
+def test_runs_tables_give_times_in_the_jobs_zone(filled):
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    filled("run", "-n", "berlin", "--schedule", "30 2 * * *", "--tz", "Europe/Berlin", "--",
+           "true")
+    (run,) = filled.json("history", "berlin", "--json")
+    running = Server(filled)
+    try:
+        job = running.fetch(job_url(running, "berlin")).text
+        page = running.fetch(f"{job_url(running, 'berlin')}/runs/{run['run_id']}").text
+        hourly = running.fetch(job_url(running, HOURLY)).text
+    finally:
+        running.stop()
+    started = datetime.fromisoformat(run["started_at"]).astimezone(ZoneInfo("Europe/Berlin"))
+    shown = f"{started:%Y-%m-%d %H:%M:%S %Z}"
+    assert shown.endswith((" CET", " CEST"))
+    assert "<th>started (Europe/Berlin)</th>" in job
+    assert re.search(rf'<td><time datetime="{re.escape(run["started_at"])}">{shown}</time> '
+                     r'<span class="muted">[^<]+ ago</span></td>', job)
+    assert f">{shown}</time>" in page
+    slot = datetime.fromisoformat(run["scheduled_at"]).astimezone(ZoneInfo("Europe/Berlin"))
+    assert f">{slot:%Y-%m-%d} 02:30:00 {slot:%Z}</time>" in page
+    assert "<th>started (UTC)</th>" in hourly  # a job in UTC
+
+
+def test_overview_filters_by_health_and_name(server):
+    every = server.fetch(server.url).text
+    assert re.search(r'<a href="\./" class="" aria-current="page">all 3</a> · '
+                     r'<a href="\./\?health=critical" class="sev-2">critical 2</a> · '
+                     r'<a href="\./\?health=(ok|warning)" class="sev-[01]">(ok|warning) 1</a>', every)
+    assert '<form method="get" action="./" role="search">' in every
+    assert 'name="host"' not in every  # no host-scoped jobs: no host menu
+
+    def names(url: str) -> list[str]:
+        reply = server.fetch(server.url + url)
+        assert reply.status == 200, url
+        return re.findall(r'<tr data-health="\w+"><td><a href="jobs/([^"]+)">', reply.text)
+
+    assert sorted(names("?health=critical")) == sorted([quote(SCRIPT_NAME, safe=""), HOURLY])
+    assert names("?q=HOURLY-rep") == [HOURLY]
+    assert names("?q=script&health=critical") == [quote(SCRIPT_NAME, safe="")]
+    assert names("?q=nothing-like-it") == []
+    assert 'No job matches this filter: <a href="./">show every job</a>' in server.fetch(
+        server.url + "?q=nothing-like-it").text
+    narrowed = server.fetch(server.url + "?q=demo").text
+    assert "<h1>cronwrap: 1 of 3 jobs</h1>" in narrowed
+    assert re.search(r'<a href="\./\?health=(ok|warning)&amp;q=demo" class="sev-[01]">\1 1</a>',
+                     narrowed)  # the name kept
+    assert '<input type="search" name="q" value="demo"' in narrowed
+    bad = server.fetch(server.url + "?health=purple")
+    assert bad.status == 400 and "critical, warning, ok" in bad.text
+    assert server.fetch(server.url + "?q=" + "x" * 201).status == 400
+    assert "form-action 'self'" in server.fetch(server.url).headers["Content-Security-Policy"]
+
+
+def test_overview_filters_host_scoped_jobs_by_host(filled):
+    for host in ("web1", "web2"):
+        filled("run", "-n", "rotate", "--scope", "host", "--host", host, "--", "true", check_rc=0)
+    running = Server(filled)
+    try:
+        every = running.fetch(running.url).text
+        web1 = running.fetch(running.url + "?host=web1").text
+        both = running.fetch(running.url + "?q=ROTATE@WEB2").text
+    finally:
+        running.stop()
+    assert ('<select name="host" aria-label="host"><option value="">every host</option>'
+            '<option value="web1">web1</option><option value="web2">web2</option></select>') in every
+    shown = re.findall(r'<tr data-health="\w+"><td><a href="jobs/[^"]+">([^<]+)</a>', web1)
+    assert shown == ["rotate@web1"]  # only that host's rows of host jobs, as status --host
+    assert '<option value="web1" selected>' in web1
+    assert re.findall(r'<tr data-health="\w+"><td><a href="jobs/[^"]+">([^<]+)</a>', both) == \
+        ["rotate@web2"]
+
+
+def test_the_chart_plots_a_backfill_by_slot(filled):
+    filled("run", "-n", "settle", "--schedule", "30 1 * * *", "--date", "2026-10-20..2026-10-24",
+           "--", "true", check_rc=0)
+    running = Server(filled)
+    try:
+        text = running.fetch(job_url(running, "settle")).text
+    finally:
+        running.stop()
+    xs = sorted(float(x) for x in re.findall(r'<circle [^>]*cx="([\d.]+)"', text))
+    # a day apart, at their slots, weeks before now (by start time they all sat at "now")
+    assert len(xs) == 5
+    gaps = [b - a for a, b in zip(xs, xs[1:])]
+    assert max(gaps) - min(gaps) < 0.5 and max(xs) < 900 - 36 - 100, xs
+    assert re.search(r">slot 2026-10-20 01:30 \S+</text>", text)
+
+
+def test_run_page_lists_the_slots_earlier_attempts(filled):
+    filled("run", "-n", "flaky", "--retries", "1", "--retry-delay", "0", "--", "sh", "-c",
+           "echo try; exit 75")
+    (run,) = filled.json("history", "flaky", "--json")
+    assert run["attempt"] == 2 and len(run["attempts"]) == 2
+    running = Server(filled)
+    try:
+        text = running.fetch(f"{job_url(running, 'flaky')}/runs/{run['run_id']}").text
+    finally:
+        running.stop()
+    what = dict(re.findall(r"<tr><th>(\w+)</th><td>(.*?)</td></tr>",
+                           re.search(r'<table id="what">(.*?)</table>', text).group(1)))
+    assert what["attempt"] == "2"
+    assert re.fullmatch(r'attempt 1: <span class="s-red">failed</span>, exit 75 on [^,<]+, '
+                        r'started <time datetime="[^"]+">[^<]+ UTC</time> <span class="muted">'
+                        r"[^<]+ ago</span>", what["earlier"]), what["earlier"]

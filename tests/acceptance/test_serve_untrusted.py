@@ -13,7 +13,7 @@ import socket
 import stat
 import subprocess
 import time
-from urllib.parse import urljoin
+from urllib.parse import quote, urljoin
 
 import pytest
 
@@ -309,14 +309,65 @@ def test_answers_stay_bounded_on_a_job_of_200000_runs(cw):
         old_link = running.fetch(f"{running.url}jobs/job-000?page=2000")
         assert old_link.status == 303 and old_link.headers["Location"] == "./job-000"
         deep = running.fetch(f"{running.url}jobs/job-000?before=60").text
-        rows = [int(i) for i in re.findall(r'<a href="../jobs/job-000/runs/(\d+)">', deep)]
+        rows = [int(i) for i in re.findall(r'<a href="../jobs/job-000/runs/(\d+)">',
+                                           deep.split('id="runs"')[1])]
         assert rows == list(range(59, 9, -1))
         assert 'rel="next" href="../jobs/job-000?before=10"' in deep
         assert 'rel="prev" href="../jobs/job-000?before=110"' in deep
         last = running.fetch(f"{running.url}jobs/job-000?before=10").text
-        assert len(re.findall(r'/runs/\d+">', last)) == 9 and 'rel="next"' not in last
+        assert len(re.findall(r'/runs/\d+">', last.split('id="runs"')[1])) == 9
+        assert 'rel="next"' not in last
         assert running.fetch(f"{running.url}jobs/job-000?before=x").status == 400
         peak = peak_rss_mb(running.proc.pid)
     finally:
         running.stop()
     assert peak < 150, f"serve's peak RSS was {peak:.0f} MB"
+
+
+# -- what a job wrote, shown as text (issue 23 §2) -----------------------------------------------
+
+HOSTILE = "\"><img src=x onerror=alert(7)>'<svg/onload=alert(8)>"
+HOSTILE_SHOWN = "&quot;&gt;&lt;img src=x onerror=alert(7)&gt;&#x27;&lt;svg/onload=alert(8)&gt;"
+LAST_LINE = "</pre></span><script>alert(9)</script>\x1b]0;retitled\x07 \"q\" &amp; 'a'"
+LAST_SHOWN = ("&lt;/pre&gt;&lt;/span&gt;&lt;script&gt;alert(9)&lt;/script&gt;\\x1b]0;retitled"
+              "\\x07 &quot;q&quot; &amp;amp; &#x27;a&#x27;")
+
+
+def raw_markup(text: str) -> list[str]:
+    """Elements a page should never hold: any made of what the job wrote."""
+    return [m for m in ("<script", "<img", "<svg/", "onerror=alert(7)>", "\x1b", "\x07")
+            if m in text]
+
+
+def test_a_failures_output_and_the_filter_stay_text(filled):
+    filled("run", "-n", HOSTILE, "--", "sh", "-c", 'printf "%s\\n" "$FIRST" "$LAST"; exit 4',
+           env={"FIRST": "<b>first</b>", "LAST": LAST_LINE})
+    (run,) = filled.json("history", HOSTILE, "--json")
+    running = Server(filled)
+    job = f"jobs/{quote(HOSTILE, safe='')}"
+    try:
+        overview = running.fetch(running.url).text
+        page = running.fetch(f"{running.url}{job}").text
+        run_page = running.fetch(f"{running.url}{job}/runs/{run['run_id']}").text
+        filtered = running.fetch(f"{running.url}?q={quote(HOSTILE)}&host={quote(HOSTILE)}"
+                                 "&health=critical")
+        by_name = running.fetch(f"{running.url}?q={quote(HOSTILE[:6])}").text
+    finally:
+        running.stop()
+    for text in (overview, page, run_page, filtered.text, by_name):
+        assert not raw_markup(text), raw_markup(text)
+    row = next(r for r in overview.split("<tr ") if f'href="{job}"' in r)
+    assert f">{HOSTILE_SHOWN}</a>" in row
+    assert re.search(rf"failed \(exit 4\) \S+ ago: {re.escape(LAST_SHOWN)}</span>", row), row
+    output = f"&lt;b&gt;first&lt;/b&gt;\n{LAST_SHOWN}\n"
+    assert f'<pre id="failure-output">{output}</pre>' in page
+    assert f'<pre id="output">{output}</pre>' in run_page
+    assert f"<tr><th>error_tail</th><td class=\"mono\"><pre>{output}</pre></td></tr>" in run_page
+    assert '<p id="verdict"><span class="s-red">failed</span>: the job exited with status 4</p>' \
+        in run_page
+    # the filter says back what it was given, as text: in the form, the menu and the links
+    assert filtered.status == 200
+    assert f'<input type="search" name="q" value="{HOSTILE_SHOWN}"' in filtered.text
+    assert f'<option value="{HOSTILE_SHOWN}" selected>{HOSTILE_SHOWN}</option>' in filtered.text
+    assert 'href="./?health=critical&amp;host=%22%3E%3Cimg' in filtered.text
+    assert re.findall(r'<tr data-health="\w+"><td><a href="([^"]+)">', by_name) == [job]

@@ -215,3 +215,57 @@ def test_a_paused_job_is_ok_and_says_so_on_the_page_the_api_and_metrics(app):
     page = call(app, "/")[2]
     assert "paused (maint &lt;now&gt;)" in page
     assert 'cronwrap_paused{cronjob="<b>j</b>"} 1' in call(app, "/metrics")[2]
+
+
+# -- the dashboard says why (issue 23 §2) --------------------------------------------------------
+
+def ended(status: str, **fields) -> Run:
+    return Run(run_id=1, job="j", run_key="k", scheduled_at=NOW, trigger="schedule",
+               status=status, attempt=1, **fields)
+
+
+@pytest.mark.parametrize("run, words", [
+    (ended("failed", exit_code=3), "the job exited with status 3"),
+    (ended("failed", exit_code=127), "exit 127: the command was not found"),
+    (ended("failed", exit_code=143, signal=15), "ended by signal 15 (SIGTERM), exit 143"),
+    (ended("timeout", exit_code=124, timed_out=True), "it reached its --timeout and was ended (exit 124)"),
+    (ended("timeout", exit_code=137, timed_out=True), "was ended and needed KILL (exit 137)"),
+    (ended("killed", exit_code=137, skip_reason="lease_lost"), "its lease was lost"),
+    (ended("skipped", skip_reason="overlap"), "another run of the job was live"),
+    (ended("skipped", skip_reason="too_late"), "older than --catchup-window"),
+    (ended("missed"), "the slot passed without a run"),
+    (ended("warning", exit_code=0, skip_reason="too_fast"), "faster than --min-duration"),
+    (ended("warning", exit_code=3), "exit 3 is a --warning-exit status"),
+    (ended("succeeded", exit_code=0), "the job exited with status 0"),
+    (ended("running", locked_until=NOW.replace(minute=1, second=30)), "running; its lease has 1m00s left"),
+    (ended("running", locked_until=NOW.replace(second=0)), "its runner is gone"),
+])
+def test_why_a_run_ended_in_words(run, words):
+    from cronwrap.read.report import run_why
+
+    assert words in run_why(run, NOW)
+
+
+def test_events_read_as_the_log_wrote_them():
+    table = pages.events_table([{"ts": "t", "event": "finish", "signal": None, "took_over": False,
+                                 "forwarded": ["TERM"], "note": "a <b>"}])
+    assert "<td>took_over=false forwarded=[&quot;TERM&quot;] note=a &lt;b&gt;</td>" in table
+    assert "None" not in table and "signal" not in table
+
+
+def test_a_filter_keeps_the_strips_of_the_jobs_it_hides(app):
+    ledger = app.open_ledger()
+    request = ClaimRequest(job=JobInfo("other"), run_key="k", scheduled_at=NOW,
+                           trigger="manual", host="h", pid=2, pid_start=1, lease=60.0)
+    ledger.finish(ledger.claim(request).run, Finish(status="succeeded", duration_ms=5, exit_code=0,
+                                                    signal=None, timed_out=False, error_tail=None,
+                                                    log_path=None))
+    call(app, "/")
+    kept = dict(app.strips.kept)
+    assert set(kept) == {"<b>j</b>", "other"}
+    status, _, body = call(app, "/?q=OTH")
+    assert status == 200 and 'href="jobs/other"' in body and "&lt;b&gt;j" not in body
+    assert app.strips.kept == kept  # the hidden job's strip is not read again when shown
+    status, _, body = call(app, "/?health=critical")
+    assert 'href="jobs/%3Cb%3Ej%3C%2Fb%3E"' in body and 'href="jobs/other"' not in body
+    assert "run 1</a> failed (exit 2) 0ms ago: &lt;i&gt;x&lt;/i&gt;</span>" in body
