@@ -138,6 +138,10 @@ def test_a_slot_that_passes_unfired_is_told_once_by_each_notifier_then_recovered
     (mail,) = host.mails()
     assert "ARGS -oi -t" in mail and "To: ops@example.org" in mail
     assert "Subject: [cronwrap] late: settle" in mail and "Auto-Submitted: auto-generated" in mail
+    # status shows the open alert (as serve does: the same report)
+    (row,) = host.json("status", "--json")
+    assert [a["kind"] for a in row["alerts"]] == ["late"]
+    assert "alerted: late" in host("status", check_rc=0).stdout.decode()
 
     # cron comes back: the next slot runs, the late one is recovered, once
     host.at("2026-12-04T10:10:01Z", "run", "-n", "settle", *EVERY_5, "--", "true", check_rc=0)
@@ -146,6 +150,7 @@ def test_a_slot_that_passes_unfired_is_told_once_by_each_notifier_then_recovered
     assert [l.split("|")[0] for l in host.told()] == ["late", "recovered"]
     assert host.hook.kinds() == [("late", "settle"), ("recovered", "settle")]
     assert len(host.mails()) == 2 and "Subject: [cronwrap] recovered: settle" in host.mails()[1]
+    assert host.json("status", "--json")[0]["alerts"] == []
 
 
 def test_a_failing_streak_is_told_from_its_alert_after_th_failure_with_its_output_redacted(host):
