@@ -69,9 +69,11 @@ def late(report: JobReport, now: datetime, given_grace: float | None) -> list[Al
     if due + allowed > now:
         return []
     job = shown_job(s.job)
+    last = (f"its last: {_when(s.last_slot.astimezone(due.tzinfo))}" if s.last_run or s.last_seen
+            else "it has never run: the config file names it")
     return [Alert(alert_key(LATE, s.job, iso(due)), LATE, s.job,
                   f"{job}: late: its slot {_when(due)} passed {_ago(now - due)} ago with no "
-                  f"run (its last: {_when(s.last_slot.astimezone(due.tzinfo))})", slot=due)]
+                  f"run ({last})", slot=due)]
 
 
 def failing(report: JobReport, streak: tuple[int, int] | None) -> list[Alert]:

@@ -19,12 +19,13 @@ import uuid
 from datetime import datetime, timedelta, timezone
 
 from cronwrap.errors import CronwrapError, UsageError
-from cronwrap.model import BAD_STATUSES, AlertState, Status
+from cronwrap.model import BAD_STATUSES, AlertState, JobSummary, Status, job_host
 from cronwrap.options import spec
 from cronwrap.options.durations import format_duration
 from cronwrap.read import report
 from cronwrap.read.reads import config, ledger as open_ledger, ledger_url
 from cronwrap.record import TYPE_CHECKING
+from cronwrap.schedule import system_zone_name
 from cronwrap.redact.redactor import Redactor, secret_values, url as redact_url
 from cronwrap.run.policy import failure_streak
 from cronwrap.stdio import warn, write_utf8
@@ -146,6 +147,7 @@ class Watcher:
 
     def _evaluate(self, ledger: base.Ledger, at: datetime) -> None:
         reports = report.job_reports(ledger, at - WINDOW, None, at)
+        reports += configured_only(reports, at)
         streaks = {r.summary.job: streak for r in reports if (streak := _streak(ledger, r))}
         present = {a.key: a for a in found.breaches(reports, at, self.grace, streaks)}
         held = ledger.alerts(at - RECENT)
@@ -193,6 +195,30 @@ class Watcher:
         else:
             warn(safe_text(f"watch: could not send {what} (try {tries + 1}): {error}; trying "
                            f"again in {format_duration(retry)}"))
+
+
+def configured_only(reports: list[JobReport], at: datetime) -> list[JobReport]:
+    """The jobs of the config file's [jobs.NAME] tables with a schedule that the ledger has
+    never seen: each as if it last fired when the file was last written, so that its first
+    slot after that, passed with no firing, is late (a crontab line never added, or lost)."""
+    loaded = config()
+    if loaded is None or loaded.path is None:
+        return []
+    seen = {job_host(r.summary.job)[0] for r in reports}
+    written = datetime.fromtimestamp(os.stat(loaded.path).st_mtime, timezone.utc)
+    out = []
+    for name, values in loaded.jobs.items():
+        expr = values.get("schedule")
+        if name in seen or not isinstance(expr, str):
+            continue
+        zone = values.get("tz")
+        summary = JobSummary(job=name, schedule=expr,
+                             tz=zone if isinstance(zone, str) else system_zone_name() or "UTC",
+                             key_template=None, first_seen=None, last_seen=None,
+                             last_slot=written, last_run=None, last_success_at=None,
+                             running=[], counts={})
+        out.append(report.JobReport(summary=summary, health="ok", why="configured", now=at))
+    return out
 
 
 def _streak(ledger: base.Ledger, rep: JobReport) -> tuple[int, int] | None:

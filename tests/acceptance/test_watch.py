@@ -294,3 +294,21 @@ def test_two_watchers_on_one_ledger_tell_each_alert_once(pg_dsn, tmp_path, hook)
     assert hook.kinds() == [("failing", "nightly"), ("recovered", "nightly")]
     assert [l.split("|")[0] for l in runner.told()] == ["failing", "recovered"]
     assert len(runner.mails()) == 2
+
+
+def test_a_configured_job_that_never_fired_is_late(host, tmp_path):
+    """The config file's [jobs.NAME] with a schedule, and no firing ever: its first slot after
+    the file was written passes unfired (the crontab line was never added)."""
+    config = tmp_path / "config.toml"
+    config.write_text('[jobs.forgotten]\nschedule = "0 * * * *"\ntz = "UTC"\n')
+    config.chmod(0o600)
+    written = datetime(2026, 12, 4, 9, 30, tzinfo=timezone.utc).timestamp()
+    os.utime(config, (written, written))
+    env = {"CRONWRAP_CONFIG": str(config)}
+    host.watch("2026-12-04T09:59:00Z", env=env)
+    assert host.told() == []
+    host.watch("2026-12-04T10:07:00Z", env=env)  # 10:00 passed, 6 min of grace gone
+    (line,) = host.told()
+    assert line.startswith("late|forgotten|forgotten: late: its slot 2026-12-04T10:00:00+00:00")
+    assert "never run" in line
+
