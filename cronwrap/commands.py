@@ -245,6 +245,33 @@ COMMANDS: tuple[Command, ...] = (
                        "connect reads every job's output. Only on loopback addresses (checked "
                        "on the sockets bound), and every page says so."),
                 DB), "cronwrap.admin:serve"),
+    Command("watch", "Tell people when a job does not run, fails, hangs or warns: every "
+            "--interval, each job whose schedule the ledger knows is judged as status judges "
+            "it, and each breach (late, failing, stuck, warning) is sent once to each notifier, "
+            "and once more when it clears (recovered), however many watchers share the ledger.", (
+                option("--interval", "interval", "DURATION", "Time between evaluations (a "
+                       "unit is required).", default="30s"),
+                option("--grace", "grace", "DURATION", "How long after a slot its run may "
+                       "still start before the slot is late, and how long past its --timeout "
+                       "a run may go (default: a tenth of the job's period, at least 5s, at "
+                       "most 10m)."),
+                option("--notify", "notify", "COMMAND", "Run this shell command for each "
+                       "alert, with CRONWRAP_ALERT (late, failing, stuck, warning, recovered), "
+                       "CRONWRAP_JOB, CRONWRAP_HOST, CRONWRAP_ALERT_TEXT, CRONWRAP_ALERT_DETAIL, "
+                       "CRONWRAP_ALERT_KEY, CRONWRAP_SCHEDULED_AT and CRONWRAP_RUN_ID; exit 0 "
+                       "means delivered. Repeatable.", many=True),
+                option("--notify-webhook", "notify_webhook", "URL", "POST each alert as JSON "
+                       "(text, kind, job, host, scope, summary, detail, slot, run_id, alert, at; "
+                       "text is what Slack- and Mattermost-compatible incoming webhooks show); "
+                       "a 2xx answer means delivered. Repeatable.", many=True),
+                option("--notify-mail", "notify_mail", "ADDRESS", "Mail each alert through "
+                       "the local sendmail (sendmail -oi -t, as cron's own mail goes). "
+                       "Repeatable.", many=True),
+                option("--once", "once", None, "Evaluate once, send what is due and exit (for "
+                       "cron itself, and for tests)."),
+                option("--dry-run", "dry_run", None, "Print the alerts it would open and close; "
+                       "claim and send nothing."),
+                DB), "cronwrap.watch.watcher:watch"),
     Command("db init", "Create the ledger schema, or bring it to this release's (an empty "
             "database also gets one on first use); re-creates the ledger's functions.",
             (DB,), "cronwrap.admin:db_init"),

@@ -466,3 +466,31 @@ class JobSummary(Record):
     counts: dict[str, int]
     settings: str | None  # the job's recorded settings (JSON): --slow-factor, for status
     _defaults = dict(settings=None)
+
+
+class Alert(Record):
+    """One breach ``cronwrap watch`` tells people about (watch/alerts.py). ``key``:
+    ``KIND|JOB|WHAT`` (JOB: the ledger's name of the job; WHAT: the slot or run it is about);
+    ``text``: one line for a person; ``detail``: more lines (a failure's output tail, as the
+    run that kept it redacted it)."""
+
+    key: str
+    kind: str
+    job: str
+    text: str
+    detail: str
+    slot: datetime | None
+    run_id: int | None
+    _defaults = dict(detail="", slot=None, run_id=None)
+
+
+class AlertState(Record):
+    """An alert as the ledger holds it: open (``closed_at`` None) or closed, and the sends it
+    has had, as (notifier, phase) pairs; phase: the alert's kind, or ``recovered``."""
+
+    alert: Alert
+    opened_at: datetime
+    closed_at: datetime | None
+    sent: set[tuple[str, str]]
+    _factories = dict(sent=set)
+

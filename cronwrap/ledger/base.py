@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from datetime import datetime
 
-    from cronwrap.model import (Claim, ClaimRequest, Finish, JobInfo, JobSummary, Mark, Pause,
-                                Run, RunAttempt, RunTally, SlotHistory)
+    from cronwrap.model import (Alert, AlertState, Claim, ClaimRequest, Finish, JobInfo,
+                                JobSummary, Mark, Pause, Run, RunAttempt, RunTally, SlotHistory)
 
 
 class Ledger(ABC):
@@ -218,6 +218,44 @@ class Ledger(ABC):
         call: the counters and the duration histogram of ``status --format prometheus``.
 
         :raises LedgerError: nothing was read.
+        """
+
+    @abstractmethod
+    def alerts(self, since: datetime) -> list[AlertState]:
+        """The open alerts of ``cronwrap watch``, and those closed since ``since``, oldest
+        first, each with the sends it has had; none from a ledger without them yet.
+
+        :raises LedgerError: nothing was read; a retry is safe.
+        """
+
+    @abstractmethod
+    def record_alerts(self, opened: Sequence[Alert], closed: Sequence[str], by: str,
+                      forget_before: datetime) -> None:
+        """In one transaction: open each alert of ``opened`` that no watcher has opened
+        (one already open or closed under its key is left as it is), close the open alerts
+        whose keys are in ``closed``, and delete the alerts closed before ``forget_before``.
+
+        :raises LedgerError: connection_lost: it may have committed; a retry does the same.
+        """
+
+    @abstractmethod
+    def claim_send(self, key: str, notifier: str, phase: str, by: str,
+                   lease: float) -> int | None:
+        """Claim one send of an alert for watcher ``by``, for ``lease`` seconds by the
+        ledger's clock: the tries it has had when it is ``by``'s now (new, or unsent with its
+        claim lapsed and its backoff over), else None (sent, claimed, or waiting to retry).
+
+        :raises LedgerError: connection_lost: the claim may have been made; it lapses after
+            ``lease``, and another watcher (or this one) sends it then.
+        """
+
+    @abstractmethod
+    def send_result(self, key: str, notifier: str, phase: str, by: str, error: str | None,
+                    retry_in: float) -> None:
+        """Record ``by``'s send: done (``error`` None), or failed, to be tried again once
+        ``retry_in`` seconds have passed, by whichever watcher comes first.
+
+        :raises LedgerError: the send's claim lapses and it is sent again: at least once.
         """
 
     @abstractmethod

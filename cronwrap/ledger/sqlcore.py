@@ -13,9 +13,9 @@ from datetime import datetime, timedelta
 
 from cronwrap.errors import LedgerError
 from cronwrap.ledger.base import Ledger
-from cronwrap.model import (DONE_STATUSES, Claim, ClaimRequest, Finish, JobInfo, JobSummary,
-                            Pause, Reason, Run, RunAttempt, RunTally, SlotHistory, Status,
-                            Trigger)
+from cronwrap.model import (DONE_STATUSES, Alert, AlertState, Claim, ClaimRequest, Finish,
+                            JobInfo, JobSummary, Pause, Reason, Run, RunAttempt, RunTally,
+                            SlotHistory, Status, Trigger)
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -290,6 +290,59 @@ class SqlLedger(Ledger):
             if r["job"] in found:
                 found[r["job"]].buckets[int(r["le_ms"])] = int(r["runs"])
         return found
+
+    # -- alerts (cronwrap watch)
+
+    ALERTS_EXPANSION = 4
+
+    def alerts(self, since: datetime) -> list[AlertState]:
+        if self.expanded < self.ALERTS_EXPANSION:
+            return []
+        with self._tx(write=False) as cur:
+            rows = self._all(cur, "alerts_since", since=self._to_db(since))
+        found: dict[str, AlertState] = {}
+        for r in rows:
+            state = found.get(r["key"])
+            if state is None:
+                alert = Alert(r["key"], r["kind"], r["job"], r["text"], r["detail"] or "",
+                              self._from_db(r["slot"]), r["run_id"])
+                state = found[r["key"]] = AlertState(alert, self._time(r["opened_at"]),
+                                                     self._from_db(r["closed_at"]))
+            if r["notifier"] is not None:
+                state.sent.add((r["notifier"], r["phase"]))
+        return list(found.values())
+
+    def record_alerts(self, opened: Sequence[Alert], closed: Sequence[str], by: str,
+                      forget_before: datetime) -> None:
+        with self._tx() as cur:
+            now = self._db_now(cur)
+            for a in opened:
+                self._exec(cur, "open_alert", key=a.key, kind=a.kind, job=a.job, text=a.text,
+                           detail=a.detail or None, slot=self._to_db(a.slot), run_id=a.run_id,
+                           now=now, by=by)
+            for key in closed:
+                self._exec(cur, "close_alert", key=key, now=now)
+            self._exec(cur, "forget_alerts", before=self._to_db(forget_before))
+
+    def claim_send(self, key: str, notifier: str, phase: str, by: str,
+                   lease: float) -> int | None:
+        with self._tx() as cur:
+            now = self._time(self._db_now(cur))
+            row = self._one(cur, "claim_send", key=key, notifier=notifier, phase=phase, by=by,
+                            now=self._to_db(now),
+                            until=self._to_db(now + timedelta(seconds=lease)))
+        return None if row is None else int(row["tries"])
+
+    def send_result(self, key: str, notifier: str, phase: str, by: str, error: str | None,
+                    retry_in: float) -> None:
+        with self._tx() as cur:
+            now = self._time(self._db_now(cur))
+            if error is None:
+                self._exec(cur, "send_done", key=key, notifier=notifier, phase=phase, by=by,
+                           now=self._to_db(now))
+            else:
+                self._exec(cur, "send_failed", key=key, notifier=notifier, phase=phase, by=by,
+                           error=error, retry_at=self._to_db(now + timedelta(seconds=retry_in)))
 
     def prune(self, cutoff: datetime, keep_last: int) -> list[tuple[int, str, str | None]]:
         with self._tx() as cur:

@@ -35,6 +35,9 @@ NOT_KEYS = {
     "command": "the command comes after -- on the crontab line",
     "name": "a job's settings go in its own [jobs.NAME] section",
 }
+WATCH = "\0watch"  # the [watch] table's place in Config.lines, beside [jobs.NAME]'s
+# `cronwrap watch`'s keys: the notifiers take a string or an array of strings
+WATCH_KEYS = ("interval", "grace", "notify", "notify-webhook", "notify-mail")
 CLI_SOURCE = "command line"
 BUILT_IN = "built-in default"
 
@@ -48,12 +51,17 @@ class Config(Record):
     defaults: dict[str, str | bool]
     jobs: dict[str, dict[str, str | bool]]
     lines: dict[tuple[str | None, str], int]
+    watch: dict[str, str | list[str]]  # [watch]: `cronwrap watch`'s settings, checked by it
     _defaults = dict(path=None)
-    _factories = dict(defaults=dict, jobs=dict, lines=dict)
+    _factories = dict(defaults=dict, jobs=dict, lines=dict, watch=dict)
 
     def where(self, job: str | None, key: str) -> str:
         """``/etc/cronwrap/config.toml:12 [jobs.settle]``: the source of one setting."""
         return f"{self.path}:{self.lines.get((job, key), 0)} {table_label(job)}"
+
+    def watch_where(self, key: str) -> str:
+        """``/etc/cronwrap/config.toml:30: [watch] notify-webhook``."""
+        return f"{self.path}:{self.lines.get((WATCH, key), 0)}: [watch] {key}"
 
 
 class MergedSettings(Record):
@@ -154,6 +162,8 @@ def load_config(path: Path) -> Config:
                                   "one [jobs.NAME] per job")
             for name, section in value.items():
                 _load_job(config, name, section, where)
+        elif top == "watch":
+            _load_watch(config, value, where)
         elif top.replace("_", "-") in spec.BY_LONG:
             raise ConfigError(f"{where.line_of((top,))}: {top!r} is outside any table: put it "
                               "under [defaults] (every job) or [jobs.NAME] (one job)")
@@ -228,6 +238,28 @@ def _load_section(config: Config, job: str | None, section: Any, where: _Locator
         config.defaults = values
     else:
         config.jobs[job] = values
+
+
+def _load_watch(config: Config, section: Any, where: _Locator) -> None:
+    """[watch]: strings (a notifier: a string or an array of them), checked by watch itself
+    with the file, line and key named."""
+    if not isinstance(section, dict):
+        raise ConfigError(f"{where.line_of(('watch',))}: 'watch' must be a table ([watch] "
+                          "followed by key = value lines)")
+    for raw_key, value in section.items():
+        key, line = raw_key.replace("_", "-"), where.line_of(("watch", raw_key))
+        if key not in WATCH_KEYS:
+            raise ConfigError(f"{line}: unknown key {raw_key!r} in [watch]"
+                              f"{_did_you_mean(key, WATCH_KEYS)}")
+        many = key.startswith("notify")
+        if isinstance(value, list) and many and all(isinstance(v, str) for v in value):
+            config.watch[key] = list(value)
+        elif isinstance(value, str):
+            config.watch[key] = value
+        else:
+            raise ConfigError(f"{line}: [watch] {raw_key}: expected a string"
+                              + (" or an array of strings" if many else ""))
+        config.lines[(WATCH, key)] = where.line(("watch", raw_key))
 
 
 def _check_value(job: str | None, raw_key: str, key: str, value: Any, line: str) -> str | bool:

@@ -24,7 +24,8 @@ from cronwrap.model import Run, RunAttempt, Status, iso, job_host, shown_job
 from cronwrap.options.durations import format_duration
 from cronwrap.read.monitoring import HEALTH_STATES
 from cronwrap.read.picture import MARKS, Picture, history_picture
-from cronwrap.read.report import OK, JobReport, ago, duration_text, run_why, trigger_words
+from cronwrap.read.report import (OK, JobReport, ago, alerts_note, duration_text, run_why,
+                                  trigger_words)
 from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.textsafe import safe_text
 
@@ -333,7 +334,7 @@ def overview_row(rep: JobReport, strip: str, failure: Run | None, now: datetime)
     cells = [
         f'<a href="{h(job_href("", s.job))}">{h(shown_job(s.job))}</a>',
         f'<span class="health sev-{severity(rep.health)}">{h(rep.health)}</span> '
-        f'<span class="muted">{h(rep.why)}</span>{why}',
+        f'<span class="muted">{h(rep.why + alerts_note(rep))}</span>{why}',
         status_html(last, now), h(exit_code), h(duration_text(last)),
         h(last.host if last and last.host else "-"),
         when_html(last.started_at or last.scheduled_at if last else None, now),

@@ -21,7 +21,7 @@ from cronwrap.textsafe import safe_text
 
 if TYPE_CHECKING:
     from cronwrap.ledger import base
-    from cronwrap.model import RunAttempt
+    from cronwrap.model import AlertState, RunAttempt
     from cronwrap.read.picture import Picture
     from cronwrap.schedule import Explanation, Schedule
 
@@ -40,7 +40,9 @@ class JobReport(Record):
     late: int = 0  # slots passed that no host has fired yet (recorded missed by the next firing)
     slow: str | None = None  # --slow-factor: why the last run counts as slow
     pause: Pause | None = None  # the pause in force (cronwrap pause): health ok, its slots skipped
+    alerts: list[AlertState]  # the job's open alerts (cronwrap watch)
     _defaults = dict(next_due_at=None, missed=0, late=0, slow=None, pause=None)
+    _factories = dict(alerts=list)
 
     @property
     def live(self) -> list[Run]:
@@ -162,6 +164,10 @@ def job_reports(ledger: base.Ledger, since: datetime, names: list[str] | None,
     # jobs on one schedule share its slots
     known: dict[tuple[str | None, str | None, datetime | None], tuple[datetime | None, int]] = {}
     pauses = ledger.pauses()
+    alerts: dict[str, list[AlertState]] = {}
+    for state in ledger.alerts(now):
+        if state.closed_at is None:
+            alerts.setdefault(state.alert.job, []).append(state)
     for summary in ledger.summaries(since, names):
         key = (summary.schedule, summary.tz, summary.last_slot)
         if key not in known:
@@ -175,7 +181,7 @@ def job_reports(ledger: base.Ledger, since: datetime, names: list[str] | None,
         health, why = assess(summary, now, missed, late, slow, pause)
         reports.append(JobReport(summary=summary, health=health, why=why, now=now,
                                  next_due_at=next_due, missed=missed, late=late, slow=slow,
-                                 pause=pause))
+                                 pause=pause, alerts=alerts.get(summary.job, [])))
     return reports
 
 
@@ -190,17 +196,25 @@ def p95(durations: list[float]) -> float | None:
     return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
 
 
-def slow_factor(summary: JobSummary) -> float | None:
-    """The job's --slow-factor, as its firings recorded it (None: off)."""
-    if not summary.settings or "slow_factor" not in summary.settings:
+def setting(summary: JobSummary, key: str) -> float | None:
+    """A number the job's firings recorded in its settings (``invocation.job_settings``):
+    None when they did not (the option's default) or it is not a number."""
+    if not summary.settings or key not in summary.settings:
         return None
     import json
 
     try:
-        value = json.loads(summary.settings).get("slow_factor")
+        value = json.loads(summary.settings).get(key)
     except (ValueError, AttributeError):
         return None  # anyone who can write a shared ledger can put anything there
-    return float(value) if isinstance(value, (int, float)) and value >= 1 else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
+def slow_factor(summary: JobSummary) -> float | None:
+    """The job's --slow-factor, as its firings recorded it (None: off)."""
+    value = setting(summary, "slow_factor")
+    return value if value is not None and value >= 1 else None
 
 
 def slow_note(summary: JobSummary, ledger: base.Ledger) -> str | None:
@@ -222,11 +236,10 @@ def slow_note(summary: JobSummary, ledger: base.Ledger) -> str | None:
             f"{format_duration(usual)}")
 
 
-def schedule_state(summary: JobSummary, now: datetime) -> tuple[datetime | None, int]:
-    """The next due slot, and how many slots passed since the job was last seen (no host
-    fired them: they are late, and will be recorded missed by the next firing)."""
+def plan_of(summary: JobSummary) -> Schedule | None:
+    """The job's recorded schedule, parsed (None: none, or one this version cannot read)."""
     if not summary.schedule:
-        return None, 0
+        return None
     from cronwrap import schedule as sched
 
     key = (summary.schedule, summary.tz)
@@ -236,9 +249,15 @@ def schedule_state(summary: JobSummary, now: datetime) -> tuple[datetime | None,
             _PLANS[key] = sched.Schedule.parse(summary.schedule, zone, summary.tz)
         except CronwrapError:
             _PLANS[key] = None
-    plan = _PLANS[key]
+    return _PLANS[key]
+
+
+def schedule_state(summary: JobSummary, now: datetime) -> tuple[datetime | None, int]:
+    """The next due slot, and how many slots passed since the job was last seen (no host
+    fired them: they are late, and will be recorded missed by the next firing)."""
+    plan = plan_of(summary)
     if plan is None:
-        return None, 0  # a schedule this version cannot read: show the rest
+        return None, 0  # no schedule, or one this version cannot read: show the rest
     late = 0
     if summary.last_slot is None:
         return plan.next_after(now), 0
@@ -270,8 +289,16 @@ def report_json(report: JobReport, now: datetime) -> dict[str, object]:
         "missed": report.missed, "late": report.late, "counts": s.counts, "health": report.health,
         "why": report.why, "paused": report.pause is not None,
         "pause": None if report.pause is None else report.pause.to_json(),
+        "alerts": [{"kind": a.alert.kind, "text": a.alert.text, "opened_at": iso(a.opened_at),
+                    "key": a.alert.key} for a in report.alerts],
         "first_seen": iso(s.first_seen), "last_seen": iso(s.last_seen),
     }
+
+
+def alerts_note(rep: JobReport) -> str:
+    """``; alerted: late, failing``: the open alerts of cronwrap watch, after the why."""
+    kinds = list(dict.fromkeys(a.alert.kind for a in rep.alerts))
+    return f"; alerted: {', '.join(kinds)}" if kinds else ""
 
 
 def ago(t: datetime | None, now: datetime) -> str:
@@ -339,7 +366,8 @@ def render_status(reports: list[JobReport], now: datetime) -> None:
             status_cell(last, now) if last else "-",
             "-" if last is None or last.exit_code is None else str(last.exit_code),
             duration_text(last), ago(s.last_success_at, now), ago(rep.next_due_at, now), running,
-            Cell([(rep.health, _HEALTH[rep.health]), (" " + safe_text(rep.why), "")]),
+            Cell([(rep.health, _HEALTH[rep.health]),
+                  (" " + safe_text(rep.why + alerts_note(rep)), "")]),
         ))
     _write(render_table(STATUS_COLUMNS, rows, screen))
 

@@ -318,7 +318,7 @@ def _request(url: str, body: bytes | None,
     import urllib.error
     import urllib.request
 
-    plain, headers = _credentials(url)
+    plain, headers = credentials(url)
     headers["User-Agent"] = f"cronwrap/{__version__}"
     if body is not None:
         headers["Content-Type"] = "text/plain; charset=utf-8"
@@ -331,9 +331,9 @@ def _request(url: str, body: bytes | None,
     except urllib.error.HTTPError as exc:
         return f"HTTP {exc.code} {exc.reason}", exc.code >= 500, None
     except urllib.error.URLError as exc:
-        return _one_line(exc.reason), True, None
+        return one_line(exc.reason), True, None
     except (OSError, ValueError) as exc:  # timeouts, resets; ValueError: a malformed URL
-        return _one_line(exc), isinstance(exc, OSError), None
+        return one_line(exc), isinstance(exc, OSError), None
 
 
 def _body_limit(value: str | None) -> int | None:
@@ -343,7 +343,7 @@ def _body_limit(value: str | None) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _credentials(url: str) -> tuple[str, dict[str, str]]:
+def credentials(url: str) -> tuple[str, dict[str, str]]:
     """urllib does not take ``user:pass@`` in a URL: move it into a Basic auth header."""
     scheme, userinfo, rest = split_userinfo(url)
     if userinfo is None:
@@ -355,6 +355,6 @@ def _credentials(url: str) -> tuple[str, dict[str, str]]:
     return f"{scheme}{rest}", {"Authorization": f"Basic {token}"}
 
 
-def _one_line(reason: object) -> str:
+def one_line(reason: object) -> str:
     text = str(reason) or type(reason).__name__
     return " ".join(text.split())[:300]

@@ -141,6 +141,11 @@ def job_settings(spec: JobSpec) -> str | None:
         settings["log_dir"] = str(spec.log_dir)
     if spec.slow_factor:
         settings["slow_factor"] = spec.slow_factor
+    # and what `watch` must know: when a failing streak alerts, when a live run is stuck
+    if spec.alert_after != 1:
+        settings["alert_after"] = spec.alert_after
+    if spec.timeout:
+        settings["timeout"] = spec.timeout
     if not settings:
         return None
     import json

@@ -167,7 +167,7 @@ def test_a_ping_sends_its_user_info_as_a_header_wherever_the_password_has_a_slas
     import base64
 
     assert redact.parse_ping_url(url) == url
-    plain, headers = hooks._credentials(hooks.ping_url(url, "start"))
+    plain, headers = hooks.credentials(hooks.ping_url(url, "start"))
     assert plain == sent
     expected = {} if user is None else {
         "Authorization": "Basic " + base64.b64encode(user.encode()).decode()}

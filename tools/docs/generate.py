@@ -8,6 +8,7 @@ from pathlib import Path
 from cronwrap import __version__, commands
 from cronwrap.options import config, spec
 from cronwrap.run import hooks, jobenv
+from cronwrap.watch import notify
 
 from tools.docs.facts import (
     ETC_CONFIG, README_BEGIN, README_END, SEE_ALSO, TOML_SEE_ALSO, USER_CONFIG, all_commands,
@@ -74,6 +75,10 @@ def man_environment() -> list[str]:
     out += ['.SS "Seen by hooks"', *blocks((
         "`--on-failure` and `--on-success` get the job's variables, and:",))]
     for name, meaning in hooks.HOOK_VARIABLES.items():
+        out += item(bold(name), inline(sentence(meaning)))
+    out += ['.SS "Seen by watch --notify commands"', *blocks((
+        "A `cronwrap watch --notify` command gets the watcher's environment, and:",))]
+    for name, meaning in notify.NOTIFY_VARIABLES.items():
         out += item(bold(name), inline(sentence(meaning)))
     return out
 

@@ -107,6 +107,12 @@ TOML_FORMAT: tuple[Block, ...] = (
     ("`[jobs.`*NAME*`]`", "Settings for the job called *NAME* (letters, digits, `.`, `_`, `-`; "
                           "starting with a letter or digit; at most 128). A name with a dot is "
                           "quoted: `[jobs.\"db.backup\"]`."),
+    ("`[watch]`", "Settings of `cronwrap watch`, under its options' names: `interval`, "
+                  "`grace` (durations with a unit), and the notifiers `notify`, "
+                  "`notify-webhook`, `notify-mail` (each a string or an array of strings). "
+                  "Notifiers on `watch`'s command line replace the file's. Watchers that share "
+                  "a ledger should share these: each notifier is known by what it sends to, "
+                  "and each alert goes once to each."),
     "Nothing else may be at the top level. A key is the long name of a `run` option without "
     "its dashes (`timeout`, `kill-after`); a `-` may also be written `_` (`kill_after`), but "
     "not both in one table. " + " ".join(
@@ -129,7 +135,7 @@ TOML_VALIDATION: tuple[Block, ...] = (
     ("an unknown key", "with the closest known one: `unknown key 'timeot' in [defaults] (did "
                        "you mean 'timeout'?)`."),
     ("a key outside a table", "it belongs under `[defaults]` or `[jobs.`*NAME*`]`."),
-    ("an unknown table", "only `[defaults]` and `[jobs.`*NAME*`]` exist."),
+    ("an unknown table", "only `[defaults]`, `[jobs.`*NAME*`]` and `[watch]` exist."),
     ("an invalid job name", "in `[jobs.`*NAME*`]`."),
     ("a key set twice", "as `kill-after` and `kill_after`."),
     ("a bad value", "of the wrong TOML type (an array, a table, a date, a boolean for a key "
@@ -161,7 +167,11 @@ TOML_EXAMPLE = Example(
     "[jobs.\"db.backup\"]\n"
     "schedule = \"@daily\"\n"
     "overlap = \"wait\"\n"
-    "keep_logs = \"90d\"")
+    "keep_logs = \"90d\"\n"
+    "\n"
+    "[watch]\n"
+    "notify-webhook = \"https://chat.example.org/hooks/SECRET\"\n"
+    "notify-mail = [\"ops@example.org\"]")
 
 
 TOML_EXAMPLE_USE: tuple[Block, ...] = (

@@ -210,8 +210,7 @@ CREATE TRIGGER cronwrap_runs_attempt_kept AFTER UPDATE ON cronwrap_runs FOR EACH
 -- name: expansion_3
 -- Pauses (issue 22 §5: cronwrap pause, resume): one row per paused job, NAME, or one host's
 -- share of a host-scoped job (NAME, chr(31), HOST: model.ledger_job), until a time or, with
--- until NULL,
--- until resumed. A scheduled or catch-up firing of a paused job records its slot skipped,
+-- until NULL, until resumed. A scheduled or catch-up firing of a paused job records its slot skipped,
 -- reason paused, and runs nothing: this release's claim calls cronwrap_claim_unless_paused()
 -- (claim_unless_paused_function below), which looks the pause up in the same statement and
 -- otherwise returns what cronwrap_claim() returns, so cronwrap_claim() is unchanged and a
@@ -224,6 +223,79 @@ CREATE TABLE IF NOT EXISTS cronwrap_pauses (
   paused_by text,
   paused_at timestamptz NOT NULL
 );
+
+-- name: expansion_4
+-- Alerts of `cronwrap watch` (issue 23): each breach once (cronwrap_alerts, keyed by what it is:
+-- kind, job, slot or run), and each notification of it once per notifier and phase (the breach
+-- itself, then `recovered`), however many watchers share the ledger: a watcher claims a send as
+-- a firing claims a slot (insert or take over a lapsed claim, with a lease), sends, and records
+-- it sent; a failed send is tried again after a backoff, by whichever watcher comes first.
+-- Nothing else reads or writes these tables: the previous release goes on beside.
+CREATE TABLE IF NOT EXISTS cronwrap_alerts (
+  key text PRIMARY KEY,
+  kind text NOT NULL,
+  job text NOT NULL,
+  text text NOT NULL,
+  detail text,
+  slot timestamptz,
+  run_id bigint,
+  opened_at timestamptz NOT NULL,
+  opened_by text,
+  closed_at timestamptz
+);
+CREATE INDEX IF NOT EXISTS cronwrap_alerts_closed ON cronwrap_alerts (closed_at);
+CREATE TABLE IF NOT EXISTS cronwrap_alert_sends (
+  key text NOT NULL REFERENCES cronwrap_alerts (key) ON DELETE CASCADE,
+  notifier text NOT NULL,
+  phase text NOT NULL,
+  claimed_by text,
+  locked_until timestamptz,
+  tries integer NOT NULL DEFAULT 0,
+  next_try_at timestamptz,
+  sent_at timestamptz,
+  error text,
+  PRIMARY KEY (key, notifier, phase)
+);
+
+-- name: alerts_since
+-- Open alerts, and those closed since a time, each with the sends it has had (one row per
+-- send; none for an alert not sent anywhere yet).
+SELECT a.*, s.notifier, s.phase, s.sent_at
+FROM cronwrap_alerts a LEFT JOIN cronwrap_alert_sends s ON s.key = a.key AND s.sent_at IS NOT NULL
+WHERE a.closed_at IS NULL OR a.closed_at >= %(since)s
+ORDER BY a.opened_at, a.key
+
+-- name: open_alert
+INSERT INTO cronwrap_alerts (key, kind, job, text, detail, slot, run_id, opened_at, opened_by)
+VALUES (%(key)s, %(kind)s, %(job)s, %(text)s, %(detail)s, %(slot)s, %(run_id)s, %(now)s,
+        %(by)s)
+ON CONFLICT (key) DO NOTHING
+
+-- name: close_alert
+UPDATE cronwrap_alerts SET closed_at = %(now)s WHERE key = %(key)s AND closed_at IS NULL
+
+-- name: forget_alerts
+DELETE FROM cronwrap_alerts WHERE closed_at < %(before)s
+
+-- name: claim_send
+-- A send is this watcher's when it is new, or unsent with its claim lapsed and its backoff
+-- over: the row comes back (RETURNING) only then.
+INSERT INTO cronwrap_alert_sends AS s (key, notifier, phase, claimed_by, locked_until)
+VALUES (%(key)s, %(notifier)s, %(phase)s, %(by)s, %(until)s)
+ON CONFLICT (key, notifier, phase) DO UPDATE SET claimed_by = excluded.claimed_by,
+  locked_until = excluded.locked_until
+WHERE s.sent_at IS NULL AND (s.locked_until IS NULL OR s.locked_until <= %(now)s)
+  AND (s.next_try_at IS NULL OR s.next_try_at <= %(now)s)
+RETURNING tries
+
+-- name: send_done
+UPDATE cronwrap_alert_sends SET sent_at = %(now)s, locked_until = NULL, error = NULL
+WHERE key = %(key)s AND notifier = %(notifier)s AND phase = %(phase)s AND claimed_by = %(by)s
+
+-- name: send_failed
+UPDATE cronwrap_alert_sends SET tries = tries + 1, next_try_at = %(retry_at)s,
+  locked_until = NULL, error = %(error)s
+WHERE key = %(key)s AND notifier = %(notifier)s AND phase = %(phase)s AND claimed_by = %(by)s
 
 -- name: attempt_superseded
 -- A wrapper's own end of an attempt whose slot was taken over (its finish matched nothing):

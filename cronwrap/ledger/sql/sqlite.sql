@@ -153,7 +153,8 @@ END;
 
 -- name: expansion_3
 -- Pauses (cronwrap pause, resume), as postgres.sql's expansion_3 says: one row per paused job
--- (NAME, or one host's share of a host-scoped job, model.ledger_job), until a time or (NULL) until resumed.
+-- (NAME, or one host's share of a host-scoped job, model.ledger_job), until a time or (NULL)
+-- until resumed.
 -- The claim reads it (pause_of_job) in its transaction: a scheduled or catch-up firing of a
 -- paused job records its slot skipped, reason paused, and runs nothing.
 CREATE TABLE IF NOT EXISTS pauses (
@@ -163,6 +164,74 @@ CREATE TABLE IF NOT EXISTS pauses (
   paused_by TEXT,
   paused_at REAL NOT NULL
 );
+
+-- name: expansion_4
+-- Alerts of `cronwrap watch`, as postgres.sql's expansion_4 says. A deleted alert takes its
+-- sends with it (alerts_forgotten: SQLite enforces no foreign key unless asked).
+CREATE TABLE IF NOT EXISTS alerts (
+  key TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  job TEXT NOT NULL,
+  text TEXT NOT NULL,
+  detail TEXT,
+  slot REAL,
+  run_id INTEGER,
+  opened_at REAL NOT NULL,
+  opened_by TEXT,
+  closed_at REAL
+);
+CREATE INDEX IF NOT EXISTS alerts_closed ON alerts (closed_at);
+CREATE TABLE IF NOT EXISTS alert_sends (
+  key TEXT NOT NULL,
+  notifier TEXT NOT NULL,
+  phase TEXT NOT NULL,
+  claimed_by TEXT,
+  locked_until REAL,
+  tries INTEGER NOT NULL DEFAULT 0,
+  next_try_at REAL,
+  sent_at REAL,
+  error TEXT,
+  PRIMARY KEY (key, notifier, phase)
+);
+CREATE TRIGGER IF NOT EXISTS alerts_forgotten AFTER DELETE ON alerts
+BEGIN
+  DELETE FROM alert_sends WHERE key = OLD.key;
+END;
+
+-- name: alerts_since
+SELECT a.*, s.notifier, s.phase, s.sent_at
+FROM alerts a LEFT JOIN alert_sends s ON s.key = a.key AND s.sent_at IS NOT NULL
+WHERE a.closed_at IS NULL OR a.closed_at >= :since
+ORDER BY a.opened_at, a.key
+
+-- name: open_alert
+INSERT INTO alerts (key, kind, job, text, detail, slot, run_id, opened_at, opened_by)
+VALUES (:key, :kind, :job, :text, :detail, :slot, :run_id, :now, :by)
+ON CONFLICT (key) DO NOTHING
+
+-- name: close_alert
+UPDATE alerts SET closed_at = :now WHERE key = :key AND closed_at IS NULL
+
+-- name: forget_alerts
+DELETE FROM alerts WHERE closed_at < :before
+
+-- name: claim_send
+INSERT INTO alert_sends AS s (key, notifier, phase, claimed_by, locked_until)
+VALUES (:key, :notifier, :phase, :by, :until)
+ON CONFLICT (key, notifier, phase) DO UPDATE SET claimed_by = excluded.claimed_by,
+  locked_until = excluded.locked_until
+WHERE s.sent_at IS NULL AND (s.locked_until IS NULL OR s.locked_until <= :now)
+  AND (s.next_try_at IS NULL OR s.next_try_at <= :now)
+RETURNING tries
+
+-- name: send_done
+UPDATE alert_sends SET sent_at = :now, locked_until = NULL, error = NULL
+WHERE key = :key AND notifier = :notifier AND phase = :phase AND claimed_by = :by
+
+-- name: send_failed
+UPDATE alert_sends SET tries = tries + 1, next_try_at = :retry_at, locked_until = NULL,
+  error = :error
+WHERE key = :key AND notifier = :notifier AND phase = :phase AND claimed_by = :by
 
 -- name: attempt_superseded
 INSERT INTO attempts (run_id, attempt, status, reason, host, fence, started_at, finished_at,
