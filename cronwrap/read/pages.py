@@ -368,7 +368,7 @@ def job_page(rep: JobReport | None, name: str, runs: list[Run], chart_runs: list
     parts = [f"<h1>{h(shown_job(name))}</h1>"]
     if rep is not None:
         parts.append(f'<p><span class="health sev-{severity(rep.health)}">{h(rep.health)}</span> '
-                     f"{h(rep.why)}; last success {when_html(rep.summary.last_success_at, now, zone)}; "
+                     f"{h(rep.why + alerts_note(rep))}; last success {when_html(rep.summary.last_success_at, now, zone)}; "
                      f"next due {when_html(rep.next_due_at, now, zone)}</p>")
         if rep.late:
             parts.append(f'<p class="banner" id="late">{rep.late} slot{"s" if rep.late != 1 else ""} '
