@@ -120,7 +120,8 @@ def _target(kind: str, target: str, label: str) -> str:
     if not target or not target.strip():
         raise UsageError(f"{label}: empty: give a {'command' if kind == 'notify' else kind[7:]}")
     if kind == "notify-webhook" and not target.startswith(("http://", "https://")):
-        raise UsageError(f"{label}: {redact_url(target)!r} is not an http:// or https:// URL")
+        scheme = target.partition(":")[0][:20]  # the rest may hold a token: never shown
+        raise UsageError(f"{label}: {scheme!r}…: not an http:// or https:// URL")
     if kind == "notify-mail" and ("@" not in target or any(c.isspace() for c in target)
                                   or target.startswith("-")):
         raise UsageError(f"{label}: {target!r} is not a mail address (user@example.org)")
