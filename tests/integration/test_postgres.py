@@ -120,7 +120,8 @@ def test_schema_creation_raced_by_eight_hosts_creates_one_schema(pg_dsn):
                               "ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND "
                               "c.relname LIKE 'cronwrap%' ORDER BY 2").fetchall()
         meta = conn.execute("SELECT key, value FROM cronwrap_meta").fetchall()
-    assert tables == [("public", "cronwrap_attempts"), ("public", "cronwrap_duration_buckets"),
+    assert tables == [("public", "cronwrap_alert_sends"), ("public", "cronwrap_alerts"),
+                      ("public", "cronwrap_attempts"), ("public", "cronwrap_duration_buckets"),
                       ("public", "cronwrap_duration_tallies"), ("public", "cronwrap_jobs"),
                       ("public", "cronwrap_meta"), ("public", "cronwrap_pauses"),
                       ("public", "cronwrap_runs"), ("public", "cronwrap_tallies")]
