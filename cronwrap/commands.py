@@ -272,6 +272,15 @@ COMMANDS: tuple[Command, ...] = (
                 option("--dry-run", "dry_run", None, "Print the alerts it would open and close; "
                        "claim and send nothing."),
                 DB), "cronwrap.watch.watcher:watch"),
+    Command("completion", "Print the completion script of a shell (bash: source <(cronwrap "
+            "completion bash)); it completes commands, options, the values of options with "
+            "fixed choices, and job names from the ledger.", (
+                argument("shell", "SHELL", "bash, zsh or fish.", default=REQUIRED),
+                option("--cword", "cword", "N", "What the script runs: print the completions of "
+                       "word N of WORDS, one a line.", kind=(0, 1000)),
+                argument("words", "WORDS", "With --cword: the command line being completed, "
+                         "after --.", many=True),
+            ), "cronwrap.read.complete:completion", lean=True),
     Command("db init", "Create the ledger schema, or bring it to this release's (an empty "
             "database also gets one on first use); re-creates the ledger's functions.",
             (DB,), "cronwrap.admin:db_init"),
@@ -300,7 +309,7 @@ def lean_command(args: Sequence[str]) -> int | None:
 
 def parse(command: Command, words: Sequence[str]) -> dict[str, object] | None:
     """The keyword arguments of ``command``'s function for ``words``, or None when typer
-    should answer (``--help``, ``--``, a mistake: typer says what is wrong)."""
+    should answer (``--help``, a mistake: typer says what is wrong)."""
     by_name = {name: p for p in command.params
                for name in (*p.names, *([p.off] if p.off else []))}
     values = {p.dest: None if p.required else p.default for p in command.params}
@@ -309,6 +318,9 @@ def parse(command: Command, words: Sequence[str]) -> dict[str, object] | None:
     rest = list(words)
     while rest:
         token = rest.pop(0)
+        if token == "--":  # the rest are arguments, as typer takes them
+            given += rest
+            break
         if not token.startswith("-") or token == "-":
             given.append(token)
             continue

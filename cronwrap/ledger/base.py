@@ -99,6 +99,13 @@ class Ledger(ABC):
         """
 
     @abstractmethod
+    def job_names(self) -> list[str]:
+        """Every job the ledger has seen, by its ledger name, sorted.
+
+        :raises LedgerError: nothing was read; a retry is safe.
+        """
+
+    @abstractmethod
     def jobs_named(self, name: str) -> list[str]:
         """The ledger's jobs that ``name`` names, sorted: the job itself (fleet scope) and
         each host's share of it (host scope, ``model.ledger_job``); empty for a name it has not

@@ -166,6 +166,10 @@ class SqlLedger(Ledger):
         return JobInfo(row["name"], row["schedule"], row["tz"], row["key_template"],
                        row["settings"])
 
+    def job_names(self) -> list[str]:
+        with self._tx(write=False) as cur:
+            return [row["name"] for row in self._all(cur, "job_names")]
+
     def jobs_named(self, name: str) -> list[str]:
         with self._tx(write=False) as cur:
             return [row["name"] for row in self._all(cur, "jobs_named", job=name)]

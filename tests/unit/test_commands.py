@@ -72,7 +72,7 @@ def test_the_lean_parser_fills_in_the_defaults_of_the_table():
 
 @pytest.mark.parametrize("args", [
     ["status", "--help"], ["status", "--jsn"], ["status", "--json=yes"], ["status", "--since"],
-    ["status", "--since", "--json"], ["status", "--", "x"], ["status", "-h"],
+    ["status", "--since", "--json"], ["status", "-h"],
     ["history"], ["history", "a", "b"], ["history", "j", "--limit", "0"],
     ["history", "j", "--limit", "many"], ["logs", "j", "0"], ["logs", "j", "1", "2"],
     ["explain"], ["explain", "@daily", "--count", "1001"], ["logs", "j", "-x"], ["unlock", "j"],
@@ -149,3 +149,11 @@ def test_typer_still_answers_help_and_mistakes(tmp_path):
                    "sys.exit(main(['history', 'j', '--limit', '0']))", tmp_path)
     assert done.returncode == 125 and "'--limit'" in done.stderr
     assert len(done.stderr.splitlines()) == 1
+
+
+def test_after_a_double_dash_every_word_is_an_argument():
+    """As typer takes them: ``completion bash --cword 2 -- cronwrap status --j``."""
+    assert parse(commands.BY_NAME["completion"], ["bash", "--cword", "2", "--", "cronwrap",
+                                                   "status", "--j"]) == {
+        "shell": "bash", "cword": 2, "words": ["cronwrap", "status", "--j"]}
+

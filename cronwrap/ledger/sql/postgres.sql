@@ -635,6 +635,9 @@ SELECT * FROM cronwrap_jobs ORDER BY name
 -- name: job_by_name
 SELECT * FROM cronwrap_jobs WHERE name = %(job)s
 
+-- name: job_names
+SELECT name FROM cronwrap_jobs ORDER BY name
+
 -- name: jobs_named
 -- The job itself and each host's share of it (model.ledger_job: NAME, chr(31), HOST).
 SELECT name FROM cronwrap_jobs

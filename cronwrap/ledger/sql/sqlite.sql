@@ -370,6 +370,9 @@ SELECT * FROM jobs ORDER BY name
 -- name: job_by_name
 SELECT * FROM jobs WHERE name = :job
 
+-- name: job_names
+SELECT name FROM jobs ORDER BY name
+
 -- name: jobs_named
 -- The job itself and each host's share of it (model.ledger_job: NAME, char(31), HOST).
 SELECT name FROM jobs

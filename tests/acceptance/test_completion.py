@@ -1,0 +1,69 @@
+"""cronwrap completion (issue 25 §2): the script bash sources, run as bash runs it on a few
+partial lines, completing commands, options, fixed choices and job names from the ledger."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from tests.conftest import CW
+
+
+def complete(cw: CW, line: str, shell: str = "bash") -> list[str]:
+    """What bash's completion function offers for ``line`` (the cursor at its end)."""
+    script = cw("completion", shell, check_rc=0).stdout.decode()
+    program = (script + '\nread -ra COMP_WORDS <<< "$LINE"\n'
+               '[[ "$LINE" == *" " ]] && COMP_WORDS+=("")\n'
+               'COMP_CWORD=$((${#COMP_WORDS[@]} - 1))\n'
+               '_cronwrap\nprintf "%s\\n" "${COMPREPLY[@]}"\n')
+    env = cw.env({"LINE": line, "PATH": f"{shutil.which('cronwrap').rpartition('/')[0]}:"
+                                           f"{cw.env()['PATH']}"})
+    done = subprocess.run(["bash", "-c", program], env=env, capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return [w for w in done.stdout.decode().splitlines() if w]
+
+
+@pytest.fixture
+def jobs(cw):
+    for name in ("settle", "backup.db", "cleanup-tmp"):
+        cw("run", "-n", name, "--", "true", check_rc=0)
+    cw("run", "-n", "rotate", "--scope", "host", "--host", "web1", "--", "true", check_rc=0)
+    return cw
+
+
+def test_commands_options_and_fixed_choices(cw):
+    assert complete(cw, "cronwrap st") == ["status"]
+    assert set(complete(cw, "cronwrap ")) >= {"run", "status", "watch", "pause", "db",
+                                              "completion", "--version"}
+    assert complete(cw, "cronwrap db ") == ["init", "upgrade"]
+    assert complete(cw, "cronwrap status --for") == ["--format"]
+    assert complete(cw, "cronwrap status --format ") == ["table", "json", "prometheus"]
+    assert complete(cw, "cronwrap run --over") == ["--overlap"]
+    assert complete(cw, "cronwrap run --overlap ") == ["skip", "wait", "replace", "allow"]
+    assert complete(cw, "cronwrap run --scope h") == ["host"]
+    assert complete(cw, "cronwrap completion ") == ["bash", "zsh", "fish"]
+    assert complete(cw, "cronwrap run -n x -- ech") == []  # the command's words: files
+
+
+def test_job_names_come_from_the_ledger(jobs):
+    assert complete(jobs, "cronwrap history ")[:4] == ["backup.db", "cleanup-tmp", "rotate",
+                                                        "settle"]
+    assert complete(jobs, "cronwrap logs cl") == ["cleanup-tmp"]
+    assert complete(jobs, "cronwrap pause se") == ["settle"]
+    assert complete(jobs, "cronwrap run -n b") == ["backup.db"]
+    assert "rotate" in complete(jobs, "cronwrap status r")  # a host job, by its name
+
+
+def test_an_unreadable_ledger_completes_no_job_names_and_says_nothing(cw, tmp_path):
+    assert complete(cw, f"cronwrap history --db sqlite:///{tmp_path}/none.db ") == \
+        ["--limit", "--json", "--host", "--db", "--help"]
+
+
+def test_zsh_and_fish_scripts(cw):
+    assert "bashcompinit" in cw("completion", "zsh", check_rc=0).stdout.decode()
+    fish = cw("completion", "fish", check_rc=0).stdout.decode()
+    assert "complete -c cronwrap" in fish and "commandline -opc" in fish
+    bad = cw("completion", "tcsh")
+    assert bad.returncode == 125 and bad.stderr.count(b"\n") == 1
