@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ import typer
 # typer 0.29 vendors click (pinned in pyproject.toml: its exception classes moved between releases)
 from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
+from cronwrap import __version__
 from cronwrap.commands import COMMANDS, GROUPS, SUMMARY, Command, Param
 from cronwrap.errors import EXIT_CRONWRAP, UsageError
 from cronwrap.record import TYPE_CHECKING
@@ -49,8 +51,10 @@ def app(args: list[str]) -> int:
     except NoArgsIsHelpError as exc:
         sys.stdout.write(exc.format_message() + "\n")
         return 0
-    except ClickException as exc:
-        sys.stderr.write(f"cronwrap: {exc.format_message()} (see cronwrap --help)\n")
+    except ClickException as exc:  # its context, when it has one, is the command's own
+        context = getattr(exc, "ctx", None)
+        where = context.command_path if context is not None else "cronwrap"
+        sys.stderr.write(f"cronwrap: {exc.format_message()} (see {where} --help)\n")
         return EXIT_CRONWRAP
     return result if isinstance(result, int) else 0
 
@@ -67,15 +71,32 @@ def typer_app(commands: tuple[Command, ...]) -> typer.Typer:
                 groups[group[0]] = _typer(GROUPS[group[0]])
                 top.add_typer(groups[group[0]], name=group[0])
             parent = groups[group[0]]
-        context = {"ignore_unknown_options": True, "allow_extra_args": True} \
-            if command.rest else None
-        parent.command(name, help=command.help, context_settings=context)(_function(command))
+        context = {**CONTEXT, "ignore_unknown_options": True, "allow_extra_args": True} \
+            if command.rest else CONTEXT
+        parent.command(name, help=command.help, short_help=command.summary,
+                       context_settings=context)(_function(command))
+    top.callback(invoke_without_command=False)(_top)
     return top
+
+
+def _top(version: bool = typer.Option(False, "--version", "-V", help="Print cronwrap's "
+                                      "version and exit.", is_eager=True)) -> None:
+    """cronwrap's own options, before a command (cli.main answers --version and -V before
+    typer is loaded: this declares them for --help)."""
+    if version:
+        print(f"cronwrap {__version__}")
+        raise typer.Exit(0)
+
+
+# -h beside --help everywhere; help wrapped to the terminal's width (click's default: 80)
+CONTEXT = {"help_option_names": ["-h", "--help"],
+           "max_content_width": max(shutil.get_terminal_size().columns, 60)}
 
 
 def _typer(help: str) -> typer.Typer:
     return typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                       pretty_exceptions_show_locals=False, rich_markup_mode=None, help=help)
+                       pretty_exceptions_show_locals=False, rich_markup_mode=None, help=help,
+                       context_settings=CONTEXT)
 
 
 def _function(command: Command) -> Callable[..., int]:

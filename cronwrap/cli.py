@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args[:1] == ["run"]:
             return run_command(args[1:])
-        if args[:1] == ["--version"]:
+        if args[:1] in (["--version"], ["-V"]):
             print(f"cronwrap {__version__}")
             return 0
         from cronwrap.commands import lean_command  # off the run path (ARCHITECTURE.md §9)

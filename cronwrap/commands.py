@@ -80,6 +80,13 @@ class Command(Record):
         result: int = getattr(import_module(module), name)(**values)
         return result
 
+    @property
+    def summary(self) -> str:
+        """The help's first clause, for lists of commands: never cut inside a parenthesis."""
+        ends = [i for i in (self.help.find(mark) for mark in (": ", "; ", " (", ". "))
+                if i > 0]
+        return self.help[:min(ends)] if ends else self.help.rstrip(".")
+
     def param(self, dest: str) -> Param:
         return next(p for p in self.params if p.dest == dest)
 

@@ -67,3 +67,16 @@ def test_zsh_and_fish_scripts(cw):
     assert "complete -c cronwrap" in fish and "commandline -opc" in fish
     bad = cw("completion", "tcsh")
     assert bad.returncode == 125 and bad.stderr.count(b"\n") == 1
+
+
+def test_help_is_h_everywhere_lists_the_version_and_errors_name_the_command_s_help(cw):
+    top = cw("-h", check_rc=0).stdout.decode()
+    assert "-V, --version" in top and "-h, --help" in top
+    listing = top.split("Commands:", 1)[1]
+    assert listing.count("(") == listing.count(")")  # no summary cut inside a parenthesis
+    for command in (["status"], ["watch"], ["db", "init"], ["run"]):
+        assert b"sage: cronwrap " + " ".join(command).encode() in \
+            cw(*command, "-h", check_rc=0).stdout, command
+    assert cw("-V", check_rc=0).stdout.startswith(b"cronwrap ")
+    bad = cw("status", "--nope")
+    assert bad.returncode == 125 and bad.stderr.endswith(b"(see cronwrap status --help)\n")
