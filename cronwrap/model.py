@@ -156,6 +156,40 @@ class Event(StrEnum):
     WARNING = "warning"
 
 
+# The version of cronwrap's machine formats: every row of status --json, history --json and
+# /api/*, and every line of the run log, carries it as "format"; cronwrap/schemas/ holds their
+# JSON Schemas. It moves only when a field changes meaning or goes away (added fields do not).
+FORMAT_VERSION = 1
+
+# The run log's "level" of each event (the logrus/supercronic convention); a finish or timeout
+# takes its run's: error when it failed, warning when it warned (event_level).
+EVENT_LEVELS = {
+    "warning": ("timeout", "missed", "retry", "retry_skipped", "ping_failed", "stale_lock",
+                "lease_lost", "spooled", "unrecorded", "outbox_quarantined", "warning"),
+    "error": ("ledger_unreachable",),
+}
+
+
+def event_level(event: str, status: object = None) -> str:
+    if status in BAD_STATUSES:
+        return "error"
+    if status == Status.WARNING:
+        return "warning"
+    return next((level for level, events in EVENT_LEVELS.items() if event in events), "info")
+
+
+def event_message(event: str, fields: dict[str, object]) -> str:
+    """The run log's "msg": the event in a few words, for a log viewer's one line."""
+    parts = [f"{fields.get('job', 'cronwrap')}: {event}"]
+    for key, word in (("run_id", "run"), ("status", ""), ("skip_reason", "reason"),
+                      ("exit_code", "exit"), ("duration_ms", "ms")):
+        value = fields.get(key)
+        if value is not None and value != "":
+            parts.append(f"{value} {word}" if key == "duration_ms" else
+                         f"{word} {value}".strip())
+    return " ".join(parts[:1]) + (" (" + ", ".join(parts[1:]) + ")" if parts[1:] else "")
+
+
 EVENT_MEANINGS = {
     Event.START: "a run claimed its slot and its job was spawned (`fence`, `took_over`, "
                  "`recorded`)",

@@ -12,8 +12,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from cronwrap.errors import CronwrapError
-from cronwrap.model import (BAD_STATUSES, DONE_STATUSES, JobSummary, Pause, Reason, Run, Status,
-                            Trigger, active_pause, iso, job_host, shown_job)
+from cronwrap.model import (BAD_STATUSES, DONE_STATUSES, FORMAT_VERSION, JobSummary, Pause,
+                            Reason, Run, Status, Trigger, active_pause, iso, job_host, shown_job)
 from cronwrap.options.durations import format_duration
 from cronwrap.read.table import Cell, Screen, render_table, render_text
 from cronwrap.record import TYPE_CHECKING, Record
@@ -270,7 +270,8 @@ def schedule_state(summary: JobSummary, now: datetime) -> tuple[datetime | None,
 
 def history_json(run: Run, attempts: list[RunAttempt], now: datetime) -> dict[str, object]:
     """A run as ``history --json`` and serve's history API show it: with its attempts."""
-    return {**run.to_json(now), "attempts": [a.to_json() for a in attempts]}
+    return {"format": FORMAT_VERSION, **run.to_json(now),
+            "attempts": [a.to_json() for a in attempts]}
 
 
 def run_json(run: Run | None, now: datetime) -> dict[str, object] | None:
@@ -281,7 +282,8 @@ def report_json(report: JobReport, now: datetime) -> dict[str, object]:
     s = report.summary
     name, host = job_host(s.job)
     return {
-        "job": name, "scope": "fleet" if host is None else "host", "host": host,
+        "format": FORMAT_VERSION, "job": name, "scope": "fleet" if host is None else "host",
+        "host": host,
         "schedule": s.schedule, "tz": s.tz,
         "last_run": run_json(s.last_run, now), "last_success_at": iso(s.last_success_at),
         "next_due_at": iso(report.next_due_at),

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from cronwrap.errors import CronwrapError
-from cronwrap.model import job_host
+from cronwrap.model import FORMAT_VERSION, event_level, event_message, job_host
 from cronwrap.paths import ensure_private_dir, file_name, open_private
 from cronwrap.record import TYPE_CHECKING
 from cronwrap.redact.redactor import redact_window
@@ -32,8 +32,9 @@ if TYPE_CHECKING:
     from cronwrap.model import Event
     from cronwrap.redact.redactor import Redactor, Stream
 
-EVENT_FIELDS = ("ts", "event", "job", "host", "pid", "run_id", "run_key", "attempt", "trigger",
-                "scheduled_at", "status", "skip_reason", "exit_code", "duration_ms")
+EVENT_FIELDS = ("ts", "format", "event", "level", "msg", "job", "host", "pid", "run_id",
+                "run_key", "attempt", "trigger", "scheduled_at", "status", "skip_reason",
+                "exit_code", "duration_ms")
 
 EVENTS_FILE = "events.jsonl"
 EVENTS_MAX_BYTES = 16 * 1024 * 1024
@@ -60,7 +61,9 @@ class EventLog:
         self.failed: str | None = None
 
     def emit(self, event: Event, **fields: Any) -> dict[str, Any]:
-        record = {"ts": iso_now(), "event": event, **fields}
+        record = {"ts": iso_now(), "format": FORMAT_VERSION, "event": event,
+                  "level": event_level(event, fields.get("status")),
+                  "msg": event_message(event, fields), **fields}
         # backslashreplace: a name or path from argv may hold undecodable bytes (surrogates)
         line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode(
             "utf-8", "backslashreplace")

@@ -25,6 +25,6 @@ def test_the_wheel_holds_every_module_the_sql_and_py_typed(tmp_path: Path) -> No
     (wheel,) = tmp_path.glob("cronwrap-*.whl")
     shipped = set(zipfile.ZipFile(wheel).namelist())
     wanted = {path.relative_to(REPO).as_posix() for path in (REPO / "cronwrap").rglob("*")
-              if path.suffix in (".py", ".sql") or path.name == "py.typed"}
+              if path.suffix in (".py", ".sql", ".json") or path.name == "py.typed"}
     assert "cronwrap/py.typed" in wanted and "cronwrap/run/runner.py" in wanted
     assert not wanted - shipped, f"missing from the wheel: {sorted(wanted - shipped)}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from cronwrap import errors, model
 from cronwrap.crontab.daemon import DAEMON_MEANINGS, DAEMON_VARIABLE
-from cronwrap.model import STATUS_MEANINGS, Status
+from cronwrap.model import FORMAT_VERSION, STATUS_MEANINGS, Status
 from cronwrap.process import locks
 from cronwrap.run import attempt, runlog
 from cronwrap.schedule.zones import ZONE_VARIABLES
@@ -128,7 +128,11 @@ FILES_ENTRIES: tuple[Block, ...] = (
     (placeholders(f"LOGS/{runlog.EVENTS_FILE}"),
      "The structured run log: one JSON object per line, each written with a single O_APPEND "
      "write, with the fields " + ", ".join(f"`{f}`" for f in runlog.EVENT_FIELDS) + " (those "
-     "that apply to its event, listed below), and some of each event's own. Once larger than "
+     "that apply to its event, listed below), and some of each event's own. `format` is the "
+     f"version of cronwrap's machine formats ({FORMAT_VERSION}; the rows of `status --json`, "
+     "`history --json` and `/api/*` carry it too; cronwrap/schemas/ holds their JSON "
+     "Schemas); `level` is `info`, `warning` or `error` (a finish takes its run's: error when "
+     "it failed), and `msg` the event in a few words. Once larger than "
      f"{size_text(runlog.EVENTS_MAX_BYTES)} it is rotated to `{runlog.EVENTS_FILE}.1` ... "
      f"`{runlog.EVENTS_FILE}.{runlog.EVENTS_KEEP_FILES}`; rotated files older than "
      "`--keep-logs` are removed."),
