@@ -960,14 +960,17 @@ class Bench:
         return home, note
 
     def pg_status_ledger(self, jobs: int, runs: int) -> tuple[str, str]:
+        # The server is shared by checkouts (worktrees), each with its own bench/.cache: the
+        # name carries this checkout's key, so that none drops (rebuilds) another's ledger.
         digest = migrations_digest("postgres")
-        name = f"cwbench_status_{digest}_{jobs}x{runs}"
-        for (old,) in self._pg_admin.query(
-                "SELECT datname FROM pg_database WHERE datname LIKE %s", r"cwbench\_status\_%"):
-            if not old.startswith(f"cwbench_status_{digest}_"):
+        mine = f"cwbench_status_{hashlib.sha256(str(REPO).encode()).hexdigest()[:6]}_"
+        name = f"{mine}{digest}_{jobs}x{runs}"
+        for (old,) in self._pg_admin.query("SELECT datname FROM pg_database WHERE datname LIKE %s",
+                                           mine.replace("_", r"\_") + "%"):
+            if not old.startswith(f"{mine}{digest}_"):
                 self.drop_database(old)
         for meta in CACHE.glob("cwbench_status_*.json"):
-            if not meta.name.startswith(f"cwbench_status_{digest}_"):
+            if not meta.name.startswith(f"{mine}{digest}_"):
                 meta.unlink()
         CACHE.mkdir(mode=0o700, exist_ok=True)
         meta = CACHE / f"{name}.json"
