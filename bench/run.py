@@ -859,6 +859,70 @@ class Bench:
                      f"(every job's strip read) {cold:.0f} ms; the overview is {size_kb:.0f} KB",
                      "≤ 4x the floor wrapper, each", max(med["/"], med["/metrics"]) <= 4 * floor)
 
+    def watch(self) -> None:
+        """``cronwrap watch`` over the status ledgers (issue 23's closing note: its CPU per
+        evaluation as a ratio to the floor wrapper; no budget): ``watch --once --dry-run`` as a
+        whole process (wall, CPU from wait4), and what a long-running watcher pays every
+        interval (bench/watch_evaluate.py: one Watcher, ``evaluate(now)`` timed in-process),
+        interleaved round by round with the floor wrapper."""
+        jobs, runs = (100, 1000) if self.quick else (500, 2000)
+        size = f"{jobs * runs:,} runs, {jobs} jobs" + (" (--quick size)" if self.quick else "")
+        home, note = self.sqlite_status_ledger(jobs, runs)
+        ledgers = {"SQLite": (self.env("watch-sqlite", CRONWRAP_HOME=str(home)), note)}
+        budget = "none: a figure (issue 23)"
+        if self.pg():
+            url, note = self.pg_status_ledger(jobs, runs)
+            ledgers["PostgreSQL"] = (self.env("watch-pg", CRONWRAP_DB=url), note)
+        else:
+            self.skipped_pg(f"watch over {size}, PostgreSQL", budget)
+        n = 5 if self.quick else 9
+        evaluations = 5 if self.quick else 10  # per round, after the script's cold one
+        floor_argv = [self.python, str(HERE / "floor_wrapper.py"), str(self.tmp), "true"]
+        commands = {"floor": (floor_argv, self.env("watch-floor"))}
+        for label, (env, _) in ledgers.items():
+            commands[label] = ([self.exe, "watch", "--once", "--dry-run"], env)
+        script = [self.python, str(HERE / "watch_evaluate.py"), str(evaluations)]
+        for key, (argv, env) in commands.items():  # untimed, and each must work: 0 from watch
+            done = subprocess.run(argv, env=env, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"{key}: {' '.join(argv[1:])} exited {done.returncode}: "
+                                   f"{done.stderr.strip()[-300:]}")
+        samples: dict[str, list[tuple[float, float]]] = {k: [] for k in commands}
+        steady: dict[str, list[dict]] = {label: [] for label in ledgers}
+        for _ in range(n):
+            for key, (argv, env) in commands.items():
+                samples[key].append(timed_usage(argv, env))
+            for label, (env, _) in ledgers.items():
+                done = subprocess.run(script, env=env, capture_output=True, text=True, check=True)
+                steady[label].append(json.loads(done.stdout))
+        wall = {k: statistics.median(w for w, _ in v) for k, v in samples.items()}
+        cpu = {k: statistics.median(c for _, c in v) for k, v in samples.items()}
+        floor_wall, floor_cpu = wall["floor"], cpu["floor"]
+        for label, (_, note) in ledgers.items():
+            rounds = steady[label]
+            each_cpu = [c for r in rounds for c in r["cpu"]]
+            each_wall = [w for r in rounds for w in r["wall"]]
+            phase = {p: statistics.median(ph[p] for r in rounds for ph in r["phases"])
+                     for p in ("connect", "reports", "streaks", "alerts")}
+            last = rounds[-1]
+            kinds = ", ".join(f"{k} {v}" for k, v in sorted(last["breaches"].items())) or "none"
+            eval_cpu, eval_wall = statistics.median(each_cpu), statistics.median(each_wall)
+            self.row(f"watch over {size}, {label}, median of {n} (× {evaluations} evaluations)",
+                     f"`watch --once --dry-run` {wall[label]:.0f} ms wall = "
+                     f"{wall[label] / floor_wall:.2f}x, CPU {cpu[label]:.0f} ms = "
+                     f"{cpu[label] / floor_cpu:.2f}x the floor wrapper ({floor_wall:.1f} ms, CPU "
+                     f"{floor_cpu:.0f} ms; wait4); one evaluation of a running watcher: CPU "
+                     f"{eval_cpu:.1f} ms = {eval_cpu / floor_cpu:.2f}x the floor wrapper's CPU "
+                     f"(p95 {pct(each_cpu, 95):.1f}), wall {eval_wall:.1f} ms (p95 "
+                     f"{pct(each_wall, 95):.1f}; connect {phase['connect']:.1f} + reports "
+                     f"{phase['reports']:.1f} + streaks {phase['streaks']:.1f} ("
+                     f"{statistics.median(q for r in rounds for q in r['runs_queries']):.0f} runs "
+                     f"queries) + alerts {phase['alerts']:.1f} + the rest); the first evaluation "
+                     f"of a watcher {statistics.median(r['cold'] for r in rounds):.0f} ms wall; "
+                     f"{last['jobs']} jobs, {last['jobs_breached']} with an open breach ({kinds}), "
+                     f"{last['streak_jobs']} whose last run failed; {note}",
+                     budget, None)
+
     def build_ledger(self, kind: str, target: str, jobs: int, runs: int) -> str:
         print(f"    building the {kind} ledger ({jobs * runs:,} runs)…", flush=True)
         done = subprocess.run([self.python, str(HERE / "ledger_data.py"), kind, target, str(jobs),
@@ -896,14 +960,17 @@ class Bench:
         return home, note
 
     def pg_status_ledger(self, jobs: int, runs: int) -> tuple[str, str]:
+        # The server is shared by checkouts (worktrees), each with its own bench/.cache: the
+        # name carries this checkout's key, so that none drops (rebuilds) another's ledger.
         digest = migrations_digest("postgres")
-        name = f"cwbench_status_{digest}_{jobs}x{runs}"
-        for (old,) in self._pg_admin.query(
-                "SELECT datname FROM pg_database WHERE datname LIKE %s", r"cwbench\_status\_%"):
-            if not old.startswith(f"cwbench_status_{digest}_"):
+        mine = f"cwbench_status_{hashlib.sha256(str(REPO).encode()).hexdigest()[:6]}_"
+        name = f"{mine}{digest}_{jobs}x{runs}"
+        for (old,) in self._pg_admin.query("SELECT datname FROM pg_database WHERE datname LIKE %s",
+                                           mine.replace("_", r"\_") + "%"):
+            if not old.startswith(f"{mine}{digest}_"):
                 self.drop_database(old)
         for meta in CACHE.glob("cwbench_status_*.json"):
-            if not meta.name.startswith(f"cwbench_status_{digest}_"):
+            if not meta.name.startswith(f"{mine}{digest}_"):
                 meta.unlink()
         CACHE.mkdir(mode=0o700, exist_ok=True)
         meta = CACHE / f"{name}.json"
@@ -968,7 +1035,7 @@ def http_get(url: str, headers: dict[str, str]) -> tuple[float, float]:
 
 
 MEASUREMENTS = ("startup", "startup_pg", "startup_config", "big_output", "term_lateness", "race", "takeover",
-                "status", "serve", "connections", "burst", "fleet")
+                "status", "serve", "watch", "connections", "burst", "fleet")
 
 
 def main() -> int:
