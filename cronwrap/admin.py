@@ -43,7 +43,9 @@ if TYPE_CHECKING:
 
 def app(args: list[str]) -> int:
     try:
-        result = typer_app(COMMANDS)(args, standalone_mode=False, prog_name="cronwrap")
+        command = typer.main.get_command(typer_app(COMMANDS))
+        _plain_help(command)
+        result = command.main(args, standalone_mode=False, prog_name="cronwrap")
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:
@@ -57,6 +59,22 @@ def app(args: list[str]) -> int:
         sys.stderr.write(f"cronwrap: {exc.format_message()} (see {where} --help)\n")
         return EXIT_CRONWRAP
     return result if isinstance(result, int) else 0
+
+
+def _plain_help(command: Any) -> None:
+    """Help in the project's words: typer writes Python's type beside an argument's metavar
+    (``NAME <str>``, ``NAME <list[str]>``) and a range with its 64-bit bound
+    (``[1<=x<=4611686018427387904]``); the metavar says what an argument is, and a range reads
+    ``1 or more`` or ``1 to 100000``."""
+    for param in command.params:
+        if param.param_type_name == "argument":
+            setattr(param, "display_type", lambda ctx: "")
+        low, high = getattr(param, "min", None), getattr(param, "max", None)
+        if low is not None or high is not None:
+            words = f"{low} or more" if high is None or high >= 2**31 - 1 else f"{low} to {high}"
+            setattr(param, "_get_number_range_help_str", lambda words=words: words)
+    for sub in getattr(command, "commands", {}).values():
+        _plain_help(sub)
 
 
 def typer_app(commands: tuple[Command, ...]) -> typer.Typer:

@@ -80,3 +80,12 @@ def test_help_is_h_everywhere_lists_the_version_and_errors_name_the_command_s_he
     assert cw("-V", check_rc=0).stdout.startswith(b"cronwrap ")
     bad = cw("status", "--nope")
     assert bad.returncode == 125 and bad.stderr.endswith(b"(see cronwrap status --help)\n")
+
+
+def test_help_shows_no_python_types_nor_64_bit_bounds(cw):
+    for command in (["status"], ["logs"], ["history"], ["explain"], ["prune"], ["completion"]):
+        text = cw(*command, "--help", check_rc=0).stdout.decode()
+        assert "<str>" not in text and "<list[" not in text and "<int" not in text, command
+        assert "<=x<=" not in text and "4611686018427387904" not in text, command
+    assert "[1 or more]" in cw("logs", "--help", check_rc=0).stdout.decode()
+    assert "1 to 100000" in cw("history", "--help", check_rc=0).stdout.decode()
