@@ -9,7 +9,7 @@ import sys
 
 from cronwrap.errors import UsageError
 from cronwrap.options import config
-from cronwrap.options.spec import BY_LONG, BY_SHORT, OPTIONS, REPEAT_SEPARATOR
+from cronwrap.options.spec import BY_LONG, BY_SHORT, OPTIONS, REPEAT_SEPARATOR, default_text
 
 RUN_USAGE = "usage: cronwrap run [OPTIONS] [--] COMMAND [ARG…]"
 
@@ -64,11 +64,28 @@ def parse_run_args(args: list[str]) -> tuple[dict[str, str | bool] | None, list[
     return given, []
 
 
+def _wrapped(text: str, width: int, indent: int) -> list[str]:
+    """``text`` in lines of at most ``width`` columns after ``indent`` spaces, broken at
+    blanks (textwrap would be one more import on the run path for a help text)."""
+    lines, line = [], ""
+    for word in text.split():
+        if line and indent + len(line) + 1 + len(word) > width:
+            lines.append(" " * indent + line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return [*lines, " " * indent + line] if line else lines
+
+
 def run_help() -> str:
     lines = [RUN_USAGE, "",
              "Run COMMAND (no shell) under a lock, a hard timeout and the run ledger.",
              "Every option can also be set as CRONWRAP_<NAME> (e.g. CRONWRAP_KILL_AFTER=30s).", ""]
     group = None
+    try:
+        width = max(os.get_terminal_size(1).columns, 60)
+    except OSError:  # not a terminal: the width of one
+        width = 80
     for opt in OPTIONS:
         if opt.group != group:
             group = opt.group
@@ -77,7 +94,8 @@ def run_help() -> str:
         if opt.metavar:
             names += f" {opt.metavar}"
         lines.append(f"  {names}")
-        lines.append(f"        {opt.help}")
+        default = default_text(opt)
+        lines += _wrapped(opt.help + (f" Default: {default}." if default else ""), width, 8)
     lines += ["", "Exit status: the command's own; 124 timed out; 137 timed out and needed KILL;",
               "125 cronwrap failed; 126 not executable; 127 not found; 128+N ended by signal N;",
               "--skip-exit-code (0) when nothing ran.", ""]

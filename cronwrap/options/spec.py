@@ -477,6 +477,28 @@ BY_LONG = {o.name: o for o in OPTIONS}
 BY_SHORT = {o.short: o for o in OPTIONS if o.short}
 
 
+def duration_text(seconds: float) -> str:
+    """A duration in the syntax a user types: 0, 45s, 2m, 30d."""
+    for suffix, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds and seconds % size == 0:
+            return f"{seconds / size:g}{suffix}"
+    return f"{seconds:g}s" if seconds else "0"
+
+
+def default_text(opt: Option) -> str | None:
+    """An option's default as a user would type it (None: a flag, or none): for run --help
+    and the docs."""
+    if opt.is_flag or opt.default is None:
+        return None
+    if opt.parse in (duration, window, positive_duration, time_limit):
+        return duration_text(opt.default)
+    if opt.parse is signal_number:
+        return _signal.Signals(opt.default).name.removeprefix("SIG")
+    if isinstance(opt.default, (set, frozenset)):  # --retry-on: as it is typed, 75,timeout
+        return ",".join(str(x) for x in sorted(opt.default, key=lambda x: (isinstance(x, str), x)))
+    return str(opt.default)
+
+
 class JobSpec(Record):
     """One invocation's settings: the command plus one field per option, in the table's order,
     typed as its parser returns (``| None`` where the table has no default and build_spec

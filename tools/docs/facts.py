@@ -99,12 +99,7 @@ def has_option(command_name: str, option: str) -> bool:
     return any(option in option_names(p) for p in commands.BY_NAME[command_name].params)
 
 
-def duration_text(seconds: float) -> str:
-    """A default in the syntax a user types: 0, 45s, 2m, 30d."""
-    for suffix, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds and seconds % size == 0:
-            return f"{seconds / size:g}{suffix}"
-    return f"{seconds:g}s" if seconds else "0"
+duration_text = spec.duration_text
 
 
 def duration_words(span: timedelta) -> str:
@@ -117,15 +112,7 @@ def duration_words(span: timedelta) -> str:
 
 
 def default_text(opt: spec.Option) -> str | None:
-    if opt.is_flag or opt.default is None:
-        return None
-    if opt.parse in (spec.duration, spec.window, spec.positive_duration, spec.time_limit):
-        return duration_text(opt.default)
-    if opt.parse is spec.signal_number:
-        return signal.Signals(opt.default).name.removeprefix("SIG")
-    if isinstance(opt.default, (set, frozenset)):  # --retry-on: as it is typed, 75,timeout
-        return ",".join(str(x) for x in sorted(opt.default, key=lambda x: (isinstance(x, str), x)))
-    return str(opt.default)
+    return spec.default_text(opt)
 
 
 def choices(opt: spec.Option) -> tuple[str, ...]:
