@@ -11,6 +11,7 @@ exception becomes an exit status.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -53,6 +54,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_command(args: list[str]) -> int:
+    # No garbage collection while the run path is loaded and the firing is set up: importing
+    # it allocates enough to set off ~20 collections that find next to nothing (modules,
+    # classes and functions live to the exit), ~3 ms of CPU a firing (the A/B figures are in
+    # bench/results.md, issue 24). What is loaded then is frozen out of later collections,
+    # and collection resumes before the firing's own work (runner.run), which may last for
+    # days beside a long job.
+    gc.disable()
     from cronwrap.options.runargs import parse_run_args, with_config
     from cronwrap.options.spec import build_spec
 
@@ -65,10 +73,14 @@ def run_command(args: list[str]) -> int:
     if spec.dry_run:
         from cronwrap.run import dryrun
 
+        gc.freeze()
+        gc.enable()
         status = dryrun.run(spec, dict(os.environ))
     else:
         from cronwrap.run import runner
 
+        gc.freeze()
+        gc.enable()
         status = runner.run(spec, dict(os.environ))
     # Leave without interpreter teardown: nothing is left to clean, and closing the SQLite
     # connection would checkpoint the WAL (two fsyncs, ~15 ms) on every cron firing; the next

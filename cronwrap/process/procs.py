@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 
 LINUX = sys.platform.startswith("linux")
 POLL = 0.05  # seconds between looks while a tree is being ended by a blocking caller
-_PR_SET_NAME = 15
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
 
@@ -557,12 +556,19 @@ def keep_only_fds(*keep: int) -> None:
 
 
 def name_process(name: str) -> None:
-    """What ``ps -e`` and ``top`` show for this process (Linux's PR_SET_NAME, 15 bytes)."""
+    """What ``ps -e`` and ``top`` show for this process (Linux's /proc/self/comm, what
+    PR_SET_NAME sets: 15 bytes; one write, no prctl through ctypes)."""
     if LINUX:
         try:
-            _prctl(_PR_SET_NAME, name.encode()[:15])
+            fd = os.open("/proc/self/comm", os.O_WRONLY | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            os.write(fd, name.encode()[:15])
         except OSError:
             pass
+        finally:
+            os.close(fd)
 
 
 def open_pidfd(pid: int) -> int | None:
@@ -633,10 +639,16 @@ class Subreaper:
             _set_child_subreaper(False)
 
 
+_LIBC: object = None  # ctypes.CDLL of this process, opened on the first prctl
+
+
 def _prctl(option: int, arg: object) -> None:
     import ctypes
 
-    libc = ctypes.CDLL(None, use_errno=True)
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    libc: ctypes.CDLL = _LIBC  # type: ignore[assignment]
     if libc.prctl(option, arg, 0, 0, 0) != 0:
         code = ctypes.get_errno()
         raise OSError(code, f"prctl({option}): {os.strerror(code)}")
