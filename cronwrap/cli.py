@@ -61,27 +61,25 @@ def run_command(args: list[str]) -> int:
     # and collection resumes before the firing's own work (runner.run), which may last for
     # days beside a long job.
     gc.disable()
-    from cronwrap.options.runargs import parse_run_args, with_config
-    from cronwrap.options.spec import build_spec
+    try:
+        from cronwrap.options.runargs import parse_run_args, with_config
+        from cronwrap.options.spec import build_spec
 
-    given, command = parse_run_args(args)
-    if given is None:
-        return 0  # --help was printed
-    values, labels = with_config(given, command)
-    spec = build_spec(command, values, os.environ, lambda: os.uname().nodename, labels,
-                      warn=warn)
-    if spec.dry_run:
-        from cronwrap.run import dryrun
-
+        given, command = parse_run_args(args)
+        if given is None:
+            return 0  # --help was printed
+        values, labels = with_config(given, command)
+        spec = build_spec(command, values, os.environ, lambda: os.uname().nodename, labels,
+                          warn=warn)
+        if spec.dry_run:
+            from cronwrap.run import dryrun
+        else:
+            from cronwrap.run import runner
+    finally:
         gc.freeze()
         gc.enable()
-        status = dryrun.run(spec, dict(os.environ))
-    else:
-        from cronwrap.run import runner
-
-        gc.freeze()
-        gc.enable()
-        status = runner.run(spec, dict(os.environ))
+    environ = dict(os.environ)
+    status = dryrun.run(spec, environ) if spec.dry_run else runner.run(spec, environ)
     # Leave without interpreter teardown: nothing is left to clean, and closing the SQLite
     # connection would checkpoint the WAL (two fsyncs, ~15 ms) on every cron firing; the next
     # connection, or SQLite's auto-checkpoint, takes care of the WAL. Nothing of the run's

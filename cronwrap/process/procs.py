@@ -496,8 +496,8 @@ def spawn(argv: list[str], env: dict[str, str], *, stdout: int, stderr: int,
         return start(["/bin/sh", script, *argv[1:]])
 
 
-# os.posix_spawn with setsid (glibc 2.26, macOS 10.15); elsewhere spawn_job uses subprocess,
-# keeping its Popen objects.
+# os.posix_spawn on Linux; elsewhere (and with a libc whose posix_spawn cannot setsid: glibc
+# before 2.26) spawn_job uses subprocess, keeping its Popen objects.
 POSIX_SPAWN = LINUX and hasattr(os, "posix_spawn")
 _SPAWNED: list[object] = []
 
@@ -505,18 +505,26 @@ _SPAWNED: list[object] = []
 def spawn_job(argv: list[str], env: dict[str, str], *, stdout: int, stderr: int,
               cwd: str | None = None, pass_fds: tuple[int, ...] = ()) -> int:
     """``spawn`` for the keeper, which reaps its children itself: the job's PID. Through
-    ``os.posix_spawn``, not subprocess: the keeper then imports no subprocess (~2 ms of the
-    firing, issue 24: bench/results.md), and subprocess's child does not close every
-    descriptor: the keeper holds only 0-2, ``pass_fds`` and close-on-exec ones (PEP 446,
-    ``keep_only_fds``). What ``spawn`` does, the same way: a session of its own, SIGPIPE
+    ``os.posix_spawn``, not subprocess: a firing then imports no subprocess (2.0 ms, issue 24:
+    bench/results.md), and no child closes descriptors one by one: the keeper holds only
+    0-2, ``pass_fds`` and close-on-exec ones (PEP 446, ``keep_only_fds``), and the job gets
+    0-2 and ``pass_fds``. What ``spawn`` does, the same way: a session of its own, SIGPIPE
     and SIGXFSZ back to their defaults, ``argv[0]`` looked up in ``env``'s PATH as execvp(3)
     does (a file found but not executable is a PermissionError unless a later directory has
     one), a script without "#!" run by /bin/sh. ``cwd``: the calling process changes to it
     first (the keeper's own directory is nobody's concern), as the child would."""
-    if not POSIX_SPAWN:
-        proc = spawn(argv, env, stdout=stdout, stderr=stderr, cwd=cwd, pass_fds=pass_fds)
-        _SPAWNED.append(proc)  # kept, or its __del__ would waitpid() a PID the keeper reaped
-        return proc.pid
+    if POSIX_SPAWN:
+        try:
+            return _posix_spawn(argv, env, stdout, stderr, cwd, pass_fds)
+        except NotImplementedError:  # no POSIX_SPAWN_SETSID in this libc
+            pass
+    proc = spawn(argv, env, stdout=stdout, stderr=stderr, cwd=cwd, pass_fds=pass_fds)
+    _SPAWNED.append(proc)  # kept, or its __del__ would waitpid() a PID the keeper reaped
+    return proc.pid
+
+
+def _posix_spawn(argv: list[str], env: dict[str, str], stdout: int, stderr: int,
+                 cwd: str | None, pass_fds: tuple[int, ...]) -> int:
     if cwd is not None:
         os.chdir(cwd)
     for fd in pass_fds:
