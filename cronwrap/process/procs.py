@@ -31,6 +31,7 @@ from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
+    from ctypes import CDLL
     from subprocess import Popen
 
 LINUX = sys.platform.startswith("linux")
@@ -703,16 +704,16 @@ class Subreaper:
             _set_child_subreaper(False)
 
 
-_LIBC: object = None  # ctypes.CDLL of this process, opened on the first prctl
+_LIBC: CDLL | None = None  # this process's C library, opened on the first prctl
 
 
 def _prctl(option: int, arg: object) -> None:
     import ctypes
 
     global _LIBC
-    if _LIBC is None:
-        _LIBC = ctypes.CDLL(None, use_errno=True)
-    libc: ctypes.CDLL = _LIBC  # type: ignore[assignment]
+    libc = _LIBC
+    if libc is None:
+        libc = _LIBC = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(option, arg, 0, 0, 0) != 0:
         code = ctypes.get_errno()
         raise OSError(code, f"prctl({option}): {os.strerror(code)}")

@@ -1,9 +1,9 @@
 """Retries of transient failures: which ends are transient, how long to wait, whether it fits.
 
-Pure: the runner passes the clock and a source of random numbers (``Uniform``). Without ``--retry-on`` every
-failure and timeout is transient except exit 126 and 127 (the shell's and GNU ``timeout``'s
-"found but cannot run" and "not found": another attempt fails the same way). Two limits apply
-together:
+Pure: the runner passes the clock and a source of random numbers (``Uniform``). Without
+``--retry-on`` every failure and timeout is transient except exit 126 and 127 (the shell's and
+GNU ``timeout``'s "found but cannot run" and "not found": another attempt fails the same way).
+Two limits apply together:
 ``--retries N`` extra attempts within one invocation, and ``--max-attempts N`` for a slot
 across invocations (the ledger's attempt counter). A retry never runs past the next slot of
 the schedule: the next firing is the better retry (a manual run: never longer after it began
