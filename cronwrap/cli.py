@@ -11,6 +11,7 @@ exception becomes an exit status.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -53,23 +54,32 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_command(args: list[str]) -> int:
-    from cronwrap.options.runargs import parse_run_args, with_config
-    from cronwrap.options.spec import build_spec
+    # No garbage collection while the run path is loaded and the firing is set up: importing
+    # it allocates enough to set off ~20 collections that find next to nothing (modules,
+    # classes and functions live to the exit), ~3 ms of CPU a firing (the A/B figures are in
+    # bench/results.md, issue 24). What is loaded then is frozen out of later collections,
+    # and collection resumes before the firing's own work (runner.run), which may last for
+    # days beside a long job.
+    gc.disable()
+    try:
+        from cronwrap.options.runargs import parse_run_args, with_config
+        from cronwrap.options.spec import build_spec
 
-    given, command = parse_run_args(args)
-    if given is None:
-        return 0  # --help was printed
-    values, labels = with_config(given, command)
-    spec = build_spec(command, values, os.environ, lambda: os.uname().nodename, labels,
-                      warn=warn)
-    if spec.dry_run:
-        from cronwrap.run import dryrun
-
-        status = dryrun.run(spec, dict(os.environ))
-    else:
-        from cronwrap.run import runner
-
-        status = runner.run(spec, dict(os.environ))
+        given, command = parse_run_args(args)
+        if given is None:
+            return 0  # --help was printed
+        values, labels = with_config(given, command)
+        spec = build_spec(command, values, os.environ, lambda: os.uname().nodename, labels,
+                          warn=warn)
+        if spec.dry_run:
+            from cronwrap.run import dryrun
+        else:
+            from cronwrap.run import runner
+    finally:
+        gc.freeze()
+        gc.enable()
+    environ = dict(os.environ)
+    status = dryrun.run(spec, environ) if spec.dry_run else runner.run(spec, environ)
     # Leave without interpreter teardown: nothing is left to clean, and closing the SQLite
     # connection would checkpoint the WAL (two fsyncs, ~15 ms) on every cron firing; the next
     # connection, or SQLite's auto-checkpoint, takes care of the WAL. Nothing of the run's

@@ -46,10 +46,7 @@ from cronwrap.errors import (
     EXIT_TIMEOUT,
 )
 from cronwrap.process import procs
-from cronwrap.record import TYPE_CHECKING, Record
-
-if TYPE_CHECKING:
-    from subprocess import Popen
+from cronwrap.record import Record
 
 # Every catchable signal whose default action would end the wrapper belongs to the job: the
 # wrapper forwards it to the whole tree like TERM and supervises on (an ALRM cascaded from an
@@ -175,7 +172,6 @@ class Keeper:
         self._control: int | None = control
         self._report = report
         self._subreaper = subreaper  # orphans of the job re-parent to the keeper
-        self._proc: Popen[bytes] | None = None
         self._pidfd: int | None = None
         self._main_pid = 0
         self._tree: procs.Tree | None = None
@@ -210,13 +206,12 @@ class Keeper:
         """Start the job; an Outcome only when it could not be executed."""
         spec = self.spec
         try:
-            self._proc = procs.spawn(spec.argv, spec.env, stdout=stdout, stderr=stderr,
-                                     cwd=spec.cwd, pass_fds=spec.pass_fds)
+            self._main_pid = procs.spawn_job(spec.argv, spec.env, stdout=stdout, stderr=stderr,
+                                             cwd=spec.cwd, pass_fds=spec.pass_fds)
         except OSError as exc:
             return spawn_failure(spec, exc)
         for fd in spec.pass_fds:  # the job's now (the flock): held by it alone, so the lock is
             os.close(fd)          # free the moment the job is gone, whenever the keeper ends
-        self._main_pid = self._proc.pid
         self._tree = procs.Tree(procs.identify(self._main_pid),
                                 root=procs.ProcessId(os.getpid(), 0), group=True)
         self._pidfd = procs.open_pidfd(self._main_pid)  # None: fall back to ticking waitpid()
@@ -368,9 +363,6 @@ class Keeper:
         if pid == self._main_pid and self._main_status is None:
             self._main_status = status
             self._job_tree.group = False  # its PID, the group's ID, may be reused from now on
-            if self._proc is not None:
-                # Tell Popen it is reaped, or its __del__ would waitpid() a recycled PID.
-                self._proc.returncode = os.waitstatus_to_exitcode(status)
 
     def _abort(self) -> None:
         """KILL everything now, until nothing is left (or give up after ~1 s of tries)."""

@@ -15,8 +15,9 @@ Why it is built this way (ARCHITECTURE.md §6):
   delay a timeout. The keeper says when the tree is gone; the wrapper then takes what the
   pipes hold and stops.
 
-Only light stdlib modules are imported here: the keeper imports ``subprocess`` in its own
-process, when it spawns the job.
+Only light stdlib modules are imported here: the keeper spawns the job with
+``os.posix_spawn`` (``procs.spawn_job``), and ``ctypes`` is imported just before its fork
+(``procs.fork``).
 """
 
 from __future__ import annotations

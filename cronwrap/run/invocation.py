@@ -15,7 +15,6 @@ from cronwrap.run.runlog import EventLog
 from cronwrap.stdio import warn
 
 if TYPE_CHECKING:
-    from random import Random
     from typing import Any, Callable, Protocol
 
     from cronwrap.ledger.base import Ledger
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
     from cronwrap.process.locks import Lock
     from cronwrap.redact.redactor import Redactor
     from cronwrap.run.hooks import HookResult, Pinger
+    from cronwrap.run.retry import Uniform
     from cronwrap.stdio import Passthrough
 
     class Supervising(Protocol):
@@ -59,7 +59,7 @@ class World(Record):
     clock: Callable[[], float]
     monotonic: Callable[[], float]
     sleep: Callable[[float], None]
-    rng: Random
+    rng: Uniform
     open_ledger: Callable[[Invocation], Ledger]
     take_lock: Callable[[Invocation], LocalLock]
     supervisor: SupervisorFactory

@@ -14,11 +14,11 @@ from cronwrap.run import retry
 if TYPE_CHECKING:
     from collections.abc import Iterable, Set
     from datetime import datetime
-    from random import Random
     from typing import Protocol
 
     from cronwrap.model import Run
     from cronwrap.options.spec import JobSpec
+    from cronwrap.run.retry import Uniform
 
     class Outcome(Protocol):
         """How a supervised job ended (supervise.Outcome has these and more)."""
@@ -62,7 +62,7 @@ UNRECORDED = "would need the ledger to claim the slot again, and this run is unr
 
 def retry_delay(spec: JobSpec, status: str, exit_code: int | None, duration_ms: int | None,
                 attempt: int, first: int, deadline: datetime | None, now: datetime,
-                rng: Random, *, manual: bool = False) -> tuple[float | None, str | None]:
+                rng: Uniform, *, manual: bool = False) -> tuple[float | None, str | None]:
     """(seconds to wait before the slot's next attempt, None) — or (None, None) when this one
     is final (not transient under --retry-on, or retries spent), or (None, why) when a retry
     is given up because it would not end by ``deadline`` (retry.retry_deadline):

@@ -1,9 +1,9 @@
 """Retries of transient failures: which ends are transient, how long to wait, whether it fits.
 
-Pure: the runner passes the clock and a ``random.Random``. Without ``--retry-on`` every
-failure and timeout is transient except exit 126 and 127 (the shell's and GNU ``timeout``'s
-"found but cannot run" and "not found": another attempt fails the same way). Two limits apply
-together:
+Pure: the runner passes the clock and a source of random numbers (``Uniform``). Without
+``--retry-on`` every failure and timeout is transient except exit 126 and 127 (the shell's and
+GNU ``timeout``'s "found but cannot run" and "not found": another attempt fails the same way).
+Two limits apply together:
 ``--retries N`` extra attempts within one invocation, and ``--max-attempts N`` for a slot
 across invocations (the ledger's attempt counter). A retry never runs past the next slot of
 the schedule: the next firing is the better retry (a manual run: never longer after it began
@@ -16,8 +16,13 @@ from cronwrap.model import Status
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import random
     from datetime import datetime
+    from typing import Protocol
+
+    class Uniform(Protocol):
+        """What a retry's backoff and ``--jitter`` need of ``random.Random``."""
+
+        def uniform(self, a: float, b: float) -> float: ...
 
 TIMEOUT = Status.TIMEOUT.value  # the member of a retry-on set that stands for "the run timed out"
 EX_TEMPFAIL = 75  # sysexits.h: "temporary failure, try again later"
@@ -48,7 +53,7 @@ def should_retry(status: str, exit_code: int | None, retry_on: frozenset[int | s
     return max_attempts is None or attempt < max_attempts
 
 
-def backoff(attempt: int, base: float, cap: float, rng: random.Random) -> float:
+def backoff(attempt: int, base: float, cap: float, rng: Uniform) -> float:
     """Seconds to wait before retry number ``attempt`` (1 for the first retry): exponential
     with full jitter, uniform(0, min(cap, base × 2^(attempt-1))). ``cap`` 0 means no cap."""
     ceiling = base * 2.0 ** min(max(attempt - 1, 0), _MAX_DOUBLINGS)

@@ -11,7 +11,6 @@ the old run's record).
 
 from __future__ import annotations
 
-import random
 import time
 
 from cronwrap.errors import LedgerError
@@ -41,6 +40,7 @@ if TYPE_CHECKING:
     from cronwrap.process.keeper import JobProcess, SuperviseSpec
     from cronwrap.run.hooks import HookResult
     from cronwrap.run.invocation import Supervising
+    from cronwrap.run.retry import Uniform
     from cronwrap.stdio import Passthrough
 
 WAIT_POLL = 1.0
@@ -59,8 +59,24 @@ def real_world() -> World:
 
         return run(command, env, timeout)
 
-    return World(time.time, time.monotonic, time.sleep, random.Random(), connect, take_lock,
+    return World(time.time, time.monotonic, time.sleep, LazyRandom(), connect, take_lock,
                  supervisor, run_hook)
+
+
+class LazyRandom:
+    """``random.Random``, made when a firing first draws a number (``--jitter``, a retry's
+    backoff): ``random`` loads ``bisect`` and a SHA-512, ~0.8 ms of imports that the other
+    firings do not need (bench/results.md, issue 24)."""
+
+    def __init__(self) -> None:
+        self._rng: Uniform | None = None
+
+    def uniform(self, a: float, b: float) -> float:
+        if self._rng is None:
+            import random
+
+            self._rng = random.Random()
+        return self._rng.uniform(a, b)
 
 
 def run(spec: JobSpec, environ: dict[str, str], now: float | None = None,

@@ -1,0 +1,72 @@
+"""A firing loads what ARCHITECTURE.md §9 lists and nothing else (issue 24 §1): the run path's
+imports, visible in one place. Each firing is a real ``cronwrap run`` with a real SQLite
+ledger and job, in an interpreter started without ``site`` (tests/imports.py), so that every
+module it holds when it leaves (the keeper's too) is cronwrap's doing."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.imports import bare_interpreter, modules_of_a_firing
+
+REPO = Path(__file__).resolve().parents[2]
+SECTION = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8").split("## 9.", 1)[1] \
+    .split("\n## ", 1)[0]
+LINES = dict(line.split(": ", 1) for line in
+             re.search(r"```imports\n(.*?)```", SECTION, re.S).group(1).splitlines())
+CONFIG = "".join(
+    f'[jobs.job{i}]\nschedule = "{i * 7} 2 * * *"\ntz = "Europe/Berlin"\ntimeout = "{i + 1}h"\n'
+    f'kill-after = "30s"\non-failure = "logger -t cron job{i}"\n\n' for i in range(5))
+FIRINGS = {  # the bench's firings (bench/run.py: startup, startup_config)
+    "plain": (["run", "-n", "x", "--force", "--", "true"], False, ["run -- true"]),
+    "config file": (["run", "-n", "job3", "--force", "--", "true"], True,
+                    ["run -- true", "with a config file", "with --schedule"]),
+    "schedule": (["run", "-n", "x", "--schedule", "* * * * *", "--catchup", "latest", "--force",
+                  "--", "true"], False, ["run -- true", "with --schedule"]),
+}
+
+
+def listed(lines: list[str]) -> list[str]:
+    return [name for line in lines for name in LINES[line].split()]
+
+
+def allowed(module: str, names: list[str]) -> bool:
+    """On the list: itself, a package of it (``json`` covers ``json.decoder``; not for
+    cronwrap, whose modules are each listed), or a pattern."""
+    parts = module.split(".")
+    prefixes = {module} if parts[0] == "cronwrap" else \
+        {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+    return any(name in prefixes or fnmatch.fnmatchcase(module, name) for name in names)
+
+
+@pytest.mark.parametrize("firing", FIRINGS)
+def test_a_firing_loads_only_what_the_map_lists(firing, tmp_path):
+    argv, with_config, lines = FIRINGS[firing]
+    env = {}
+    if with_config:
+        config = tmp_path / "config.toml"
+        config.write_text('[defaults]\nlock = "flock"\ncatchup = "latest"\nkeep-logs = "30d"\n\n'
+                          + CONFIG, encoding="utf-8")
+        env["CRONWRAP_CONFIG"] = str(config)
+    loaded = modules_of_a_firing(tmp_path, argv, bare=True, env=env)
+    assert "cronwrap.process.keeper" in loaded and (tmp_path / "home" / "ledger.db").exists(), \
+        "the job did not run"
+    names = listed(lines)
+    beyond = sorted(m for m in loaded - bare_interpreter() if not allowed(m, names))
+    assert not beyond, (f"a firing ({firing}) loads modules ARCHITECTURE.md §9 does not list "
+                        f"(keep them off the run path, or list them with their cost): {beyond}")
+    ours = {name for name in names if name.split(".")[0] == "cronwrap"}
+    assert ours <= loaded, f"§9 lists modules of cronwrap a firing ({firing}) no longer loads: " \
+                           f"{sorted(ours - loaded)}"
+
+
+def test_the_list_can_fail():
+    """A module off the list is found: the check above is not vacuous."""
+    names = listed(["run -- true"])
+    assert allowed("json.decoder", names) and allowed("cronwrap.run.runner", names)
+    assert not allowed("subprocess", names) and not allowed("random", names)
+    assert not allowed("cronwrap.run.hooks", names) and not allowed("typing", names)
