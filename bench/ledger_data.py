@@ -15,7 +15,8 @@ one per hour going back from the last full hour before NOW (2000 runs ≈ 83 day
 time order (ids follow time, as in a real ledger); no run ends after NOW. Statuses by a fixed
 hash of (job, hour): ~94 % succeeded, 3 % failed (exit 1, an error tail), 1 % timeout
 (SIGTERM), 2 % skipped (overlap: no attempt, no times, no fence), and the newest run of every
-job N % 100 == 7 still ``running`` with a 120 s lease. created_at = started_at = slot + lateness, finished_at =
+job N % 100 == 7 still ``running`` with a 120 s lease (job-002 of a ledger of few jobs and
+many runs is what bench/run.py's history row reads: 20,000 or 200,000 runs). created_at = started_at = slot + lateness, finished_at =
 started_at + duration; fence = the hour's index + 1 for runs that ran (increasing per job); the
 job's own fence column is its highest, and ``last_slot`` (where the schema has it) its newest
 slot. Prints a JSON summary.
@@ -29,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-GENERATOR = 2  # bump when rows() changes: bench/run.py keys its cache on it
+GENERATOR = 3  # bump when rows() changes: bench/run.py keys its cache on it
 HOSTS = ("host-a", "host-b", "host-c")
 DURATIONS_MS = (350, 2_400, 18_000, 140_000)
 TAIL = ("Traceback (most recent call last):\n  File \"/srv/jobs/{job}.py\", line 88, in main\n"
@@ -216,6 +217,7 @@ def build_postgres(url: str, jobs: int, runs: int, now: float) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE cronwrap_jobs")
         conn.execute("VACUUM ANALYZE cronwrap_runs")
+        conn.execute("VACUUM ANALYZE cronwrap_tallies")
 
 
 def main() -> int:

@@ -730,33 +730,38 @@ class Bench:
     # -- status over a big ledger -----------------------------------------------------------
 
     def status(self) -> None:
-        """Issue 15 §1's budgets, each a ratio to the floor wrapper measured in the same run:
-        ``status --json`` and the table over a big ledger ≤ 4x the floor on SQLite; on
+        """Issue 15 §1's and issue 24 §3's budgets, each a ratio to the floor wrapper measured in
+        the same run: ``status --json`` and the table over 1,000,000 runs ≤ 4x the floor on
+        SQLite, over 500 jobs and over 5,000 (200 runs each: the read side flat in jobs); on
         PostgreSQL ≤ that + one psycopg import and connect, measured beside it; ``status`` on
         an empty ledger ≤ 2x the floor (PostgreSQL: + that import and connect).
         All interleaved; each row says where the time goes (bench/status_phases.py)."""
-        jobs, runs = (100, 1000) if self.quick else (500, 2000)
-        size = f"{jobs * runs:,} runs, {jobs} jobs" + (" (--quick size; the budget is for 1,000,000)"
-                                                       if self.quick else "")
-        ledgers: dict[str, tuple[dict[str, str], dict[str, str], str]] = {}
-        home, note = self.sqlite_status_ledger(jobs, runs)
-        empty = self.env("status-empty-sqlite")
-        ledgers["SQLite"] = (self.env("status-sqlite", CRONWRAP_HOME=str(home)), empty, note)
-        psycopg_cost: list[str] = []  # [the big ledger's URL]: a connect there is measured
+        sizes = [(100, 1000), (1000, 100)] if self.quick else [(500, 2000), (5000, 200)]
+        quick = " (--quick size; the budget is for 1,000,000)" if self.quick else ""
+        ledgers: dict[str, tuple[dict[str, str], str, str]] = {}  # key: (env, back end, note)
+        empties: dict[str, dict[str, str]] = {"SQLite": self.env("status-empty-sqlite")}
+        for jobs, runs in sizes:
+            home, note = self.sqlite_status_ledger(jobs, runs)
+            ledgers[f"SQLite {jobs}"] = (self.env("status-sqlite", CRONWRAP_HOME=str(home)), "SQLite", note)
+        psycopg_cost: list[str] = []  # [a big ledger's URL]: a connect there is measured
         if self.pg():
-            url, note = self.pg_status_ledger(jobs, runs)
+            for jobs, runs in sizes:
+                url, note = self.pg_status_ledger(jobs, runs)
+                ledgers[f"PostgreSQL {jobs}"] = (self.env("status-pg", CRONWRAP_DB=url), "PostgreSQL", note)
+                psycopg_cost.append(url)
             empty_url = self.create_database("status_empty")
-            empty = self.env("status-empty-pg", CRONWRAP_DB=empty_url)
-            subprocess.run([self.exe, "db", "init"], env=empty, check=True, capture_output=True)
-            ledgers["PostgreSQL"] = (self.env("status-pg", CRONWRAP_DB=url), empty, note)
-            psycopg_cost.append(url)
+            empties["PostgreSQL"] = self.env("status-empty-pg", CRONWRAP_DB=empty_url)
+            subprocess.run([self.exe, "db", "init"], env=empties["PostgreSQL"], check=True,
+                           capture_output=True)
         n = 5 if self.quick else 9
         commands = {"json": ["status", "--json"], "table": ["status"]}
         measured: dict[str, tuple[list[str], dict[str, str]]] = {}
-        for label, (env, empty, _) in ledgers.items():
+        for label, (env, _, _) in ledgers.items():
             for kind, args in commands.items():
-                measured[f"{label} {kind} big"] = ([self.exe, *args], env)
-                measured[f"{label} {kind} empty"] = ([self.exe, *args], empty)
+                measured[f"{label} {kind}"] = ([self.exe, *args], env)
+        for label, env in empties.items():
+            for kind, args in commands.items():
+                measured[f"{label} empty {kind}"] = ([self.exe, *args], env)
         base = self.env("status-floor")
         measured["floor"] = ([self.python, str(HERE / "floor_wrapper.py"), str(self.tmp), "true"], base)
         measured["python"] = ([self.python, "-c", "pass"], base)  # the interpreter's own start
@@ -764,41 +769,100 @@ class Bench:
             measured["psycopg"] = ([self.python, "-c", "import sys, psycopg; psycopg.connect(sys.argv[1]).close()",
                                     psycopg_cost[0]], base)
         split = {k: (argv[1:], env) for k, (argv, env) in measured.items()
-                 if k.startswith(tuple(ledgers))}
+                 if k.startswith(("SQLite", "PostgreSQL"))}
         samples, phases = self.status_rounds(measured, split, n)
         med = {k: statistics.median(v) for k, v in samples.items()}
         floor, extra = med["floor"], (med["psycopg"] - med["python"] if psycopg_cost else 0.0)
         cost = (f"psycopg import + connect {extra:.0f} ms (python -c 'import psycopg; connect' "
                 f"{med.get('psycopg', 0):.0f} ms less python -c pass {med['python']:.0f} ms)")
+        figures = self.phase_figures(samples, med, phases, floor)
+        rows = [(label, env, dialect, f"status over {jobs * runs:,} runs, {jobs:,} jobs{quick}", note, 4)
+                for (label, (env, dialect, note)), (jobs, runs) in
+                zip(ledgers.items(), sizes * 2)]
+        rows += [(f"{label} empty", env, label, "status on an empty ledger", "", 2)
+                 for label, env in empties.items()]
+        for key, env, dialect, what, note, ratio in rows:
+            pg = dialect == "PostgreSQL"
+            detail = ""
+            if note:
+                shown = json.loads(subprocess.run([self.exe, "status", "--json"], env=env,
+                                                  capture_output=True, text=True, check=True).stdout)
+                window = sum(sum(j["counts"].values()) for j in shown)
+                detail = f"; {len(shown):,} jobs and {window:,} runs in the --since 7d window; {note}"
+            keys = {k: f"{key} {k}" for k in commands}
+            limit = ratio * floor + (extra if pg else 0.0)
+            budget = f"≤ {ratio}x the floor wrapper" + (" + one psycopg import and connect" if pg else "")
+            beside = ("; beside it, this command on SQLite + that import and connect: " + ", ".join(
+                f"{k} {med[keys[k].replace('PostgreSQL', 'SQLite')] + extra:.0f} ms" for k in commands)
+                if pg else "")
+            self.row(f"{what}, {dialect}, median of {n}",
+                     f"--json {figures(keys['json'])}, table {figures(keys['table'])} the floor "
+                     f"wrapper ({floor:.1f} ms; ms, medians); limit {limit:.0f} ms"
+                     + (f" ({cost}){beside}" if pg else "") + detail,
+                     budget, all(med[keys[k]] <= limit for k in commands))
+        if not psycopg_cost:
+            for jobs, runs in sizes:
+                self.skipped_pg(f"status over {jobs * runs:,} runs, {jobs:,} jobs{quick}, PostgreSQL",
+                                "≤ 4x the floor wrapper + one psycopg import and connect")
+            self.skipped_pg("status on an empty ledger, PostgreSQL",
+                            "≤ 2x the floor wrapper + one psycopg import and connect")
 
+    @staticmethod
+    def phase_figures(samples: dict[str, list[float]], med: dict[str, float],
+                      phases: dict[str, dict[str, float]], floor: float):
+        """'N ms = R x (min–max; python start + import + connect + query + render)' of a key."""
         def figures(key: str) -> str:
             p = phases[key]
             return (f"{med[key]:.0f} ms = {med[key] / floor:.2f}x ({min(samples[key]):.0f}–"
                     f"{max(samples[key]):.0f}; python start {med['python']:.0f} + import "
                     f"{p['import']:.0f} + connect {p['connect']:.0f} + query {p['query']:.0f} + "
                     f"render {p['render']:.0f})")
+        return figures
 
-        for label, (env, _, note) in ledgers.items():
-            shown = json.loads(subprocess.run([self.exe, "status", "--json"], env=env,
-                                              capture_output=True, text=True, check=True).stdout)
-            window = sum(sum(j["counts"].values()) for j in shown)
-            pg = label == "PostgreSQL"
-            for which, what, ratio in (("big", f"status over {size}", 4), ("empty", "status on an empty ledger", 2)):
-                keys = {k: f"{label} {k} {which}" for k in commands}
-                limit = ratio * floor + (extra if pg else 0.0)
-                budget = f"≤ {ratio}x the floor wrapper" + (" + one psycopg import and connect" if pg else "")
-                detail = (f"; {len(shown)} jobs and {window:,} runs in the --since 7d window; {note}"
-                          if which == "big" else "")
-                beside = ("; beside it, this command on SQLite + that import and connect: " + ", ".join(
-                    f"{k} {med[f'SQLite {k} {which}'] + extra:.0f} ms" for k in commands) if pg else "")
-                self.row(f"{what}, {label}, median of {n}",
-                         f"--json {figures(keys['json'])}, table {figures(keys['table'])} the floor "
-                         f"wrapper ({floor:.1f} ms; ms, medians); limit {limit:.0f} ms"
-                         + (f" ({cost}){beside}" if pg else "") + detail,
-                         budget, all(med[keys[k]] <= limit for k in commands))
-        if "PostgreSQL" not in ledgers:
-            for what, ratio in ((f"status over {size}", 4), ("status on an empty ledger", 2)):
-                self.skipped_pg(f"{what}, PostgreSQL", f"≤ {ratio}x the floor wrapper + one psycopg import and connect")
+    def history(self) -> None:
+        """Issue 24 §3: ``history NAME`` (the runs of one job, newest page, as serve's
+        /jobs/NAME reads them through the same ``Ledger.runs``) on a job of 20,000 runs and one
+        of 200,000 ≤ 1.5x the floor wrapper (PostgreSQL: + one psycopg import and connect),
+        interleaved, with the breakdown of bench/status_phases.py. The ledgers hold 1,000,000
+        runs each: 50 jobs × 20,000 and 5 × 200,000 (200 and 20 with --quick, labelled)."""
+        sizes = [(50, 200), (5, 2000)] if self.quick else [(50, 20_000), (5, 200_000)]
+        quick = " (--quick size)" if self.quick else ""
+        ledgers: dict[str, tuple[dict[str, str], str, str, int]] = {}
+        for jobs, runs in sizes:
+            home, note = self.sqlite_status_ledger(jobs, runs)
+            ledgers[f"SQLite {runs}"] = (self.env("history-sqlite", CRONWRAP_HOME=str(home)), "SQLite", note, runs)
+        psycopg_cost: list[str] = []
+        if self.pg():
+            for jobs, runs in sizes:
+                url, note = self.pg_status_ledger(jobs, runs)
+                ledgers[f"PostgreSQL {runs}"] = (self.env("history-pg", CRONWRAP_DB=url), "PostgreSQL", note, runs)
+                psycopg_cost.append(url)
+        n = 5 if self.quick else 9
+        args = ["history", "job-002"]
+        measured = {label: ([self.exe, *args], env) for label, (env, _, _, _) in ledgers.items()}
+        base = self.env("history-floor")
+        measured["floor"] = ([self.python, str(HERE / "floor_wrapper.py"), str(self.tmp), "true"], base)
+        measured["python"] = ([self.python, "-c", "pass"], base)
+        if psycopg_cost:
+            measured["psycopg"] = ([self.python, "-c", "import sys, psycopg; psycopg.connect(sys.argv[1]).close()",
+                                    psycopg_cost[0]], base)
+        split = {k: (argv[1:], env) for k, (argv, env) in measured.items() if k in ledgers}
+        samples, phases = self.status_rounds(measured, split, n)
+        med = {k: statistics.median(v) for k, v in samples.items()}
+        floor, extra = med["floor"], (med["psycopg"] - med["python"] if psycopg_cost else 0.0)
+        figures = self.phase_figures(samples, med, phases, floor)
+        for label, (env, dialect, note, runs) in ledgers.items():
+            pg = dialect == "PostgreSQL"
+            limit = 1.5 * floor + (extra if pg else 0.0)
+            self.row(f"history NAME, a job of {runs:,} runs{quick}, {dialect}, median of {n}",
+                     f"{figures(label)} the floor wrapper ({floor:.1f} ms); limit {limit:.0f} ms"
+                     + (f" (psycopg import + connect {extra:.0f} ms)" if pg else "") + f"; {note}",
+                     "≤ 1.5x the floor wrapper" + (" + one psycopg import and connect" if pg else ""),
+                     med[label] <= limit)
+        if not psycopg_cost:
+            for _, runs in sizes:
+                self.skipped_pg(f"history NAME, a job of {runs:,} runs{quick}, PostgreSQL",
+                                "≤ 1.5x the floor wrapper + one psycopg import and connect")
 
     def status_rounds(self, commands: dict[str, tuple[list[str], dict[str, str]]],
                       split: dict[str, tuple[list[str], dict[str, str]]], n: int
@@ -1048,7 +1112,7 @@ def http_get(url: str, headers: dict[str, str]) -> tuple[float, float]:
 
 
 MEASUREMENTS = ("startup", "startup_pg", "startup_config", "big_output", "term_lateness", "race", "takeover",
-                "status", "serve", "watch", "connections", "burst", "fleet")
+                "status", "history", "serve", "watch", "connections", "burst", "fleet")
 
 
 def main() -> int:

@@ -465,7 +465,10 @@ def serve(listen: str, token_file: str | None, no_auth: bool, db: str | None) ->
 
 def db_upgrade(db: str | None) -> int:
     ledger = _ledger(db, upgrade=True)
-    ledger.close()
+    try:
+        ledger.analyze()  # the planner's statistics, fresh whether or not anything migrated
+    finally:
+        ledger.close()
     print("ledger upgraded")
     return 0
 

@@ -229,7 +229,9 @@ COMMANDS: tuple[Command, ...] = (
             "job's own: its --log-dir as the ledger recorded it, CRONWRAP_LOG_DIR, log-dir in "
             "the config file; such a directory only if cronwrap would use it itself (a real "
             "directory of yours, not writable by others), and in it only cronwrap's own files "
-            "(NAME/RUN_ID.ATTEMPT.log, events.jsonl.N), never through a symlink.", (
+            "(NAME/RUN_ID.ATTEMPT.log, events.jsonl.N), never through a symlink. The ledger's "
+            "statistics, which its query planner reads, are refreshed (ANALYZE) in the same "
+            "transaction: run it from time to time even if nothing is old.", (
                 option("--older-than", "older_than", "DURATION", "Remove runs and log files "
                        "older than this (a unit is required: 90d).", default=REQUIRED),
                 option("--keep-last", "keep_last", "N", "Always keep each job's newest N runs.",
@@ -293,7 +295,8 @@ COMMANDS: tuple[Command, ...] = (
             (DB,), "cronwrap.admin:db_init"),
     Command("db upgrade", "Apply this release's migrations to an existing ledger, once, before "
             "the hosts are upgraded: run never migrates a PostgreSQL ledger, and wrappers of "
-            "older releases keep working on the upgraded schema.", (DB,),
+            "older releases keep working on the upgraded schema. It refreshes the ledger's "
+            "statistics (ANALYZE) whether or not anything was migrated.", (DB,),
             "cronwrap.admin:db_upgrade"),
 )
 BY_NAME = {command.name: command for command in COMMANDS}

@@ -188,10 +188,10 @@ class Ledger(ABC):
     @abstractmethod
     def runs(self, job: str, limit: int = 50, since: datetime | None = None,
              before: int | None = None) -> list[Run]:
-        """Runs of ``job``, newest first, at most ``limit``: those created since ``since``, or
-        those whose id is below ``before`` (keyset paging: the last run_id of the page before;
-        no more rows are read than returned, however long the job's history). Not both
-        (ValueError).
+        """Runs of ``job``, newest first, at most ``limit``: those created since ``since``
+        (newest by creation), or those whose id is below ``before`` (keyset paging: the last
+        run_id of the page before; by id). Either way a page reads one page of rows, however
+        long the job's history or the window. Not both (ValueError).
 
         :raises LedgerError: nothing was read.
         """
@@ -268,10 +268,20 @@ class Ledger(ABC):
     @abstractmethod
     def prune(self, cutoff: datetime, keep_last: int) -> list[tuple[int, str, str | None]]:
         """Delete finished rows older than ``cutoff`` beyond each job's newest ``keep_last``;
-        never a running row, nor a slot inside its job's catch-up window. Returns (id, job,
+        never a running row, nor a slot inside its job's catch-up window, and refresh the
+        planner's statistics (``analyze``) in the same transaction. Returns (id, job,
         log_path) of each row removed.
 
         :raises LedgerError: nothing was deleted (one transaction).
+        """
+
+    @abstractmethod
+    def analyze(self) -> None:
+        """Refresh the database's statistics of the runs and jobs tables, which its query
+        planner reads to pick an index (SQLite's ANALYZE within a bounded sample, PostgreSQL's
+        ANALYZE): ``db upgrade``, prune and every migration or expansion run it.
+
+        :raises LedgerError: the statistics are as they were.
         """
 
     @abstractmethod

@@ -401,6 +401,7 @@ class PostgresLedger(SqlLedger):
                     cur.execute(self.q[name])
                 for bound in DURATION_BUCKETS:
                     self._exec(cur, "duration_bucket", le_ms=round(bound * 1000))
+                self._exec(cur, "analyze")  # what the schema change left, for the planner
         self.expanded = max(expanded, self.expansion_level)
         return found or 0
 

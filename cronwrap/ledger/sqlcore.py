@@ -352,7 +352,12 @@ class SqlLedger(Ledger):
         with self._tx() as cur:
             rows = self._all(cur, "prune", cutoff=self._to_db(cutoff), keep=keep_last,
                              now=self._db_now(cur))
+            self._exec(cur, "analyze")  # prune is the ledger's periodic upkeep: its statistics too
         return [(r["id"], r["job"], r["log_path"]) for r in rows]
+
+    def analyze(self) -> None:
+        with self._tx() as cur:
+            self._exec(cur, "analyze")
 
     def unlock(self, job: str) -> list[Run]:
         with self._tx() as cur:

@@ -225,8 +225,12 @@ def _show_status(reports: list[JobReport], taken: datetime, output_format: str,
 
 
 def _json(value: object) -> str:
+    """An array one element a line (status's jobs, history's runs): json's C encoder, where
+    ``indent`` takes its pure-Python one, 3x slower (~130 ms more for 5,000 jobs)."""
     import json
 
+    if isinstance(value, list):
+        return "[\n" + ",\n".join(f"  {json.dumps(item)}" for item in value) + "\n]" if value else "[]"
     return json.dumps(value, indent=2)
 
 

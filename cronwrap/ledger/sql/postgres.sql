@@ -614,8 +614,10 @@ WHERE id = %(id)s AND fence = %(fence)s AND status = 'running'
   AND host = %(host)s AND pid = %(pid)s AND pid_start = %(pid_start)s
 
 -- name: runs_of_job
+-- The newest runs created since a time, newest first by creation: backwards along
+-- cronwrap_runs_job_created, one page of rows read (sqlite.sql says why not by id).
 SELECT * FROM cronwrap_runs WHERE job = %(job)s AND created_at >= %(since)s
-ORDER BY id DESC LIMIT %(limit)s
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s
 
 -- name: runs_before
 -- The newest runs below an id (keyset paging: history, serve's pages), on (job, id).
@@ -689,6 +691,11 @@ DELETE FROM cronwrap_runs WHERE id IN (
     AND (scheduled_at IS NULL OR win = 0 OR scheduled_at < %(now)s - make_interval(secs => win))
 )
 RETURNING id, job, log_path
+
+-- name: analyze
+-- The planner's statistics of the tables status and history read: after a migration or
+-- expansion, by `db upgrade` and by prune; autovacuum's autoanalyze keeps them fresh between.
+ANALYZE cronwrap_jobs, cronwrap_runs
 
 -- name: unlock
 UPDATE cronwrap_runs SET locked_until = %(now)s WHERE job = %(job)s AND status = 'running'

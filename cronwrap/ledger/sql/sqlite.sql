@@ -350,7 +350,11 @@ WHERE id = :id AND fence = :fence AND status = 'running'
   AND host = :host AND pid = :pid AND pid_start = :pid_start
 
 -- name: runs_of_job
-SELECT * FROM runs WHERE job = :job AND created_at >= :since ORDER BY id DESC LIMIT :limit
+-- The newest runs created since a time, newest first by creation: read backwards along
+-- runs_job_created, so a page reads one page of rows however many runs the job (or the
+-- window) holds. Ordered by id, SQLite read every run of the window and sorted them.
+SELECT * FROM runs WHERE job = :job AND created_at >= :since
+ORDER BY created_at DESC, id DESC LIMIT :limit
 
 -- name: runs_before
 -- The newest runs below an id (keyset paging: history, serve's pages), on the (job, id) index:
@@ -406,20 +410,22 @@ SELECT * FROM runs WHERE status = 'running'
 -- over runs walked the whole table: 1.4 s for a million rows instead of ~30 ms. Grouping by
 -- status sorts every row of the window (a temporary B-tree): only the rows that did not
 -- succeed (the few) are grouped, and a job's successes are its rows less those; half the time
--- for a fleet's week of runs.
+-- for a fleet's week of runs. Both are MATERIALIZED: otherwise SQLite counts each job's
+-- window once more for `WHERE n > 0`. Still one pass over the window's index entries
+-- (bench/results.md, issue 24).
 WITH others AS MATERIALIZED (
   SELECT j.name AS job, r.status, count(*) AS n
   FROM jobs j CROSS JOIN runs r
     ON r.job = j.name AND r.created_at >= :since AND r.status <> 'succeeded'
-  GROUP BY j.name, r.status)
-SELECT job, status, n FROM others
-UNION ALL
-SELECT job, 'succeeded', n FROM (
+  GROUP BY j.name, r.status),
+totals AS MATERIALIZED (
   SELECT j.name AS job,
     (SELECT count(*) FROM runs r WHERE r.job = j.name AND r.created_at >= :since)
     - coalesce((SELECT sum(o.n) FROM others o WHERE o.job = j.name), 0) AS n
   FROM jobs j)
-WHERE n > 0
+SELECT job, status, n FROM others
+UNION ALL
+SELECT job, 'succeeded', n FROM totals WHERE n > 0
 
 -- name: prune
 -- Old finished rows beyond each job's newest :keep, never a running row, never a slot inside
@@ -436,6 +442,12 @@ DELETE FROM runs WHERE id IN (
     AND (scheduled_at IS NULL OR win = 0 OR scheduled_at < :now - win)
 )
 RETURNING id, job, log_path
+
+-- name: analyze
+-- The planner's statistics (sqlite_stat1), within the connection's analysis_limit: after a
+-- migration or expansion, by `db upgrade` and by prune (SqliteLedger.close runs PRAGMA
+-- optimize, which does this only where a query of the connection wanted it).
+ANALYZE
 
 -- name: unlock
 UPDATE runs SET locked_until = :now WHERE job = :job AND status = 'running' RETURNING *
