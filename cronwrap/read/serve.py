@@ -87,7 +87,7 @@ THREADS = 4
 KEEP_FOR = 1.0
 STALE_FOR = 10.0
 KEPT_MAX = 16  # answers kept (each filter of the overview is one)
-GZIP_LEVEL = 6  # a kept answer compressed once, sent so to a client that accepts gzip
+GZIP_LEVEL = 1  # a kept answer compressed once a drawing (6: 20% smaller, 3-5x the time)
 
 HEADERS = [
     ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; "
