@@ -2,7 +2,9 @@
 
 The ledger is opened per request, in a worker thread with a deadline: a slow or unreachable
 ledger gives a page that says so, never a hang, and a PostgreSQL server that comes back is
-used again without a restart. Facts come from the functions behind ``status --json``,
+used again without a restart. One more ledger object is held open only to ask the ledger's
+change token (``Ledger.change_token``) on each request: the overview and /metrics are kept
+between requests while it is the same, for at most KEEP_FOR seconds (``Kept``). Facts come from the functions behind ``status --json``,
 ``history --json``, ``status --format prometheus``, ``explain`` and ``logs`` (report.py,
 monitor.py, schedule/, logview.py); pages.py draws them.
 
