@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import fleet
+from load import load as load_clients
 from common import (HERE, PgSession, event_time, pct, pg_url, read_events, run_with_usage,
                     summary, timed, timed_usage, wait_for_minute)
 
@@ -897,11 +898,14 @@ class Bench:
         the client on a fresh connection (a browser's reload, a scrape), interleaved with the
         floor wrapper; ≤ 4x the floor, each (PostgreSQL: each answer connects once, the psycopg
         import is paid at the server's start). The first GET / after the start, which reads
-        every job's strip, is reported apart."""
+        every job's strip, is reported apart. Then under load (issue 24 §4, ``serve_load``)."""
         jobs, runs = (100, 1000) if self.quick else (500, 2000)
         size = f"{jobs * runs:,} runs, {jobs} jobs" + (" (--quick size)" if self.quick else "")
-        ledgers = {"SQLite": self.env("serve-sqlite", CRONWRAP_HOME=str(
-            self.sqlite_status_ledger(jobs, runs)[0]))}
+        # a copy of the cached ledger: the load's firings (serve_load) write to it
+        home = self.tmp / "serve-sqlite-ledger"
+        home.mkdir(mode=0o700)
+        shutil.copy2(self.sqlite_status_ledger(jobs, runs)[0] / "ledger.db", home / "ledger.db")
+        ledgers = {"SQLite": self.env("serve-sqlite", CRONWRAP_HOME=str(home))}
         if self.pg():
             ledgers["PostgreSQL"] = self.env("serve-pg", CRONWRAP_DB=self.pg_status_ledger(jobs, runs)[0])
         else:
@@ -924,17 +928,85 @@ class Bench:
                     samples["floor"].append(timed(floor_argv, floor_env))
                     samples["/"].append(http_get(url, auth)[0])
                     samples["/metrics"].append(http_get(url + "metrics", auth)[0])
+                med = {k: statistics.median(v) for k, v in samples.items()}
+                floor = med["floor"]
+                figures = ", ".join(f"GET {p} {med[p]:.0f} ms ({min(samples[p]):.0f}–{max(samples[p]):.0f}), "
+                                    f"{med[p] / floor:.2f}x" for p in ("/", "/metrics"))
+                self.row(f"serve over {size}, {label}, median of {n}",
+                         f"{figures} the floor wrapper ({floor:.1f} ms); the first GET / after the start "
+                         f"(every job's strip read) {cold:.0f} ms; the overview is {size_kb:.0f} KB",
+                         "≤ 4x the floor wrapper, each", max(med["/"], med["/metrics"]) <= 4 * floor)
+                self.serve_load(f"serve over {size}, {label}", server.pid, url, auth,
+                                env if label == "SQLite" else None)
             finally:
                 server.terminate()
                 server.wait(timeout=30)
-            med = {k: statistics.median(v) for k, v in samples.items()}
-            floor = med["floor"]
-            figures = ", ".join(f"GET {p} {med[p]:.0f} ms ({min(samples[p]):.0f}–{max(samples[p]):.0f}), "
-                                f"{med[p] / floor:.2f}x" for p in ("/", "/metrics"))
-            self.row(f"serve over {size}, {label}, median of {n}",
-                     f"{figures} the floor wrapper ({floor:.1f} ms); the first GET / after the start "
-                     f"(every job's strip read) {cold:.0f} ms; the overview is {size_kb:.0f} KB",
-                     "≤ 4x the floor wrapper, each", max(med["/"], med["/metrics"]) <= 4 * floor)
+
+    def serve_load(self, what: str, pid: int, url: str, auth: dict[str, str],
+                   env: dict[str, str] | None) -> None:
+        """Issue 24 §4: bench/load.py's closed-loop clients, each from a loopback address of
+        its own, keep-alive and Accept-Encoding: gzip (a browser, Prometheus), for SECONDS
+        each: 8 clients (≥ 300 requests/s) and 32 (p99 ≤ 200 ms) on / and on /metrics; then
+        the same with a new connection per request and without gzip, and with the ledger
+        changing every second (a firing of ``cronwrap run``: every request after it waits for
+        one new drawing). The server's VmRSS before and after them all (≥ 10,000 requests)."""
+        seconds = 5.0 if self.quick else 10.0
+        rss_before = vm_rss(pid)
+        total = 0
+        figures: dict[tuple[str, int, str], dict] = {}
+        plans = [("", "", 8), ("", "", 32), ("", "metrics", 8), ("", "metrics", 32),
+                 ("new connections, no gzip", "", 8), ("new connections, no gzip", "metrics", 32),
+                 ("a firing every second", "", 8), ("a firing every second", "", 32),
+                 ("a firing every second", "metrics", 32)]
+        if env is None:  # no firings on the cached PostgreSQL ledger (the status row reads it)
+            plans = [p for p in plans if not p[0].startswith("a firing")]
+        for how, path, clients in plans:
+            headers = dict(auth) if how.startswith("new") else {**auth, "Accept-Encoding": "gzip"}
+            churn = Churn(self.exe, env) if env is not None and how.startswith("a firing") \
+                else None
+            try:
+                got = load_clients(url + path, headers, clients, seconds,
+                                   keep_alive=not how.startswith("new"))
+            finally:
+                if churn is not None:
+                    churn.stop()
+            got["load"] = os.getloadavg()[0]
+            for key in ("p50_ms", "p99_ms", "bytes"):
+                got.setdefault(key, float("nan"))  # nothing answered within the time
+            if got["errors"] or not got["requests"]:
+                print(f"    {how or 'keep-alive, gzip'} /{path} {clients} clients: "
+                      f"{got['requests']} answers, {got['errors']} errors ({got['first_error']})",
+                      flush=True)
+            if churn is not None:
+                got["firings"] = churn.firings
+            figures[(how, clients, path)] = got
+            total += got["requests"]
+        rss_after = vm_rss(pid)
+        for path in ("", "metrics"):
+            eight, many = figures[("", 8, path)], figures[("", 32, path)]
+            self.row(f"{what}, GET /{path} under load (8 and 32 clients, {seconds:g} s each)",
+                     f"8 clients: {eight['rps']:.0f} req/s, p50 {eight['p50_ms']:.1f} / p99 "
+                     f"{eight['p99_ms']:.1f} ms; 32 clients: {many['rps']:.0f} req/s, p50 "
+                     f"{many['p50_ms']:.1f} / p99 {many['p99_ms']:.1f} ms; {eight['bytes'] / 1024:.0f} KB "
+                     f"gzipped; errors {eight['errors'] + many['errors']}; load "
+                     f"{eight['load']:.1f}/{many['load']:.1f}",
+                     "≥ 300 req/s with 8 clients, p99 ≤ 200 ms with 32",
+                     eight["rps"] >= 300 and many["p99_ms"] <= 200 and many["requests"] > 0
+                     and not eight["errors"] and not many["errors"])
+        for how in ("new connections, no gzip", "a firing every second"):
+            if not any(h == how for h, _, _ in figures):
+                continue
+            shown = "; ".join(
+                f"GET /{path} {clients} clients: {g['rps']:.0f} req/s, p50 "
+                f"{g['p50_ms']:.1f} / p99 {g['p99_ms']:.1f} ms"
+                + (f", {g['firings']} firings" if "firings" in g else "")
+                + f", errors {g['errors']}, load {g['load']:.1f}"
+                for (h, clients, path), g in figures.items() if h == how)
+            self.row(f"{what}, {how}", shown, "(beside the budget)", None)
+        self.row(f"{what}, server RSS", f"VmRSS {rss_before / 1024:.1f} MiB after the first "
+                 f"answers, {rss_after / 1024:.1f} MiB after {total:,} more requests",
+                 "flat over 10,000 requests (≤ +10%)",
+                 total >= 10_000 and rss_after <= rss_before * 1.10)
 
     def watch(self) -> None:
         """``cronwrap watch`` over the status ledgers (issue 23's closing note: its CPU per
@@ -1098,6 +1170,33 @@ class Bench:
         elif self.tmp.exists() and not (self.tmp / ".kept").exists():
             (self.tmp / ".kept").touch()  # said once: cleanup runs again on the way out
             print(f"files of this run kept in {self.tmp}", flush=True)
+
+
+def vm_rss(pid: int) -> int:
+    """The process's resident set, KiB (/proc/PID/status)."""
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+class Churn(threading.Thread):
+    """``cronwrap run -n bench-churn -- true`` once a second on the served ledger, in the
+    background: a ledger that changes as a fleet's does."""
+
+    def __init__(self, exe: str, env: dict[str, str]) -> None:
+        super().__init__(daemon=True, name="churn")
+        self.exe, self.env, self.firings = exe, env, 0
+        self.done = threading.Event()
+        self.start()
+
+    def run(self) -> None:
+        while not self.done.wait(1.0):
+            subprocess.run([self.exe, "run", "-n", "bench-churn", "--force", "--", "true"],
+                           env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.firings += 1
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join()
 
 
 def http_get(url: str, headers: dict[str, str]) -> tuple[float, float]:

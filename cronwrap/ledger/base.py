@@ -219,6 +219,18 @@ class Ledger(ABC):
         """
 
     @abstractmethod
+    def change_token(self) -> str | None:
+        """A short text that differs from every earlier one of this same object whenever
+        anything was committed to the ledger since (by any connection, any host): equal
+        tokens mean nothing read from it can have changed, so what was drawn from it may be
+        kept (``serve``). It may change without a change that matters (never the other way).
+        None when this object can no longer tell (its SQLite file was replaced): open the
+        ledger again. One cheap statement: ``serve`` asks it on every request.
+
+        :raises LedgerError: nothing was read.
+        """
+
+    @abstractmethod
     def tallies(self, jobs: list[str] | None = None) -> dict[str, RunTally]:
         """The counts of every job's ends (or the named jobs'), by job; a job with none is
         left out. Counted by the ledger as each row is written, never less than at the last

@@ -276,6 +276,12 @@ class SqlLedger(Ledger):
         return [self._summary(r, last.get(r["last_run_id"]), running.get(r["name"], []),
                               counts.get(r["name"], {})) for r in rows]
 
+    def change_token(self) -> str | None:
+        with self._tx(write=False) as cur:
+            row = self._one(cur, "change_token")
+        assert row is not None  # one row, whatever the ledger holds
+        return str(row["token"])
+
     def tallies(self, jobs: list[str] | None = None) -> dict[str, RunTally]:
         """Nothing (not an error) from a ledger that no cronwrap of this release has opened
         for writing yet: it has no counters yet, and a read never adds them."""

@@ -66,6 +66,7 @@ class SqliteLedger(SqlLedger):
         self.writing = not read_only
         self.clock = clock or time.time
         self.busy_timeout = busy_timeout
+        self.file = path  # as named: change_token watches it (even while it does not exist)
         if read_only and path is not None and not os.path.lexists(path):
             path = None  # nothing recorded yet: an empty ledger, and no file is made for it
         self.path = path or ":memory:"
@@ -79,6 +80,7 @@ class SqliteLedger(SqlLedger):
                 if not isinstance(exc.__cause__, OSError):
                     raise  # unsafe (symlink, another user's file): refused, never run around
                 raise LedgerError(f"ledger {path}: {exc}") from exc  # read-only, full, …
+        self.opened = self._identity()
         try:
             self.conn = self._open(str(self.path), reading_file)
             if not reading_file:  # reading tolerates older and newer schemas: nothing to migrate
@@ -90,6 +92,24 @@ class SqliteLedger(SqlLedger):
                 self.expanded = self._expansion()
         except sqlite3.DatabaseError as exc:
             raise LedgerError(ledger_message(path, exc)) from exc
+
+    def _identity(self) -> tuple[int, int] | None:
+        """The file this object reads (device, inode); None for none."""
+        try:
+            info = os.stat(self.file) if self.file is not None else None
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise LedgerError(f"ledger {self.file}: {exc.strerror}") from exc
+        return None if info is None else (info.st_dev, info.st_ino)
+
+    def change_token(self) -> str | None:
+        """SQLite's data_version of this connection (another connection's commit changes it),
+        as long as the name still leads to the file it opened: a ledger made since (none was
+        there) or moved into place (a backup restored) is one this connection cannot see."""
+        if self._identity() != self.opened:
+            return None
+        return super().change_token()
 
     def _open(self, path: str, read_only: bool) -> sqlite3.Connection:
         """mode=ro for a read-only open. If even that fails (its -shm file cannot be made on

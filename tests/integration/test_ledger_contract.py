@@ -556,3 +556,65 @@ def test_a_pause_covers_its_own_job_and_name_at_host_never_another_job(ledger):
     assert ledger.claim(req("k2", job="rotate@web1", host="web1",
                             overlap_skip=False)).run is not None
     assert ledger.claim(req("k9", job="rotatex", overlap_skip=False)).run is not None
+
+
+@pytest.fixture
+def reader(backend, ledger, tmp_path, request):
+    """A second ledger object over the same data that only reads, as ``serve``'s is (the
+    in-memory ledger has one connection: the writer's own)."""
+    if backend == "memory":
+        yield ledger
+        return
+    if backend == "sqlite":
+        from cronwrap.ledger.sqlite import SqliteLedger
+
+        other = SqliteLedger(tmp_path / "ledger.db", read_only=True)
+    else:
+        from cronwrap.ledger.postgres import PostgresLedger
+
+        other = PostgresLedger(request.getfixturevalue("pg_dsn"))
+    yield other
+    other.close()
+
+
+def test_the_change_token_moves_with_every_commit(ledger, reader, backend, clock):
+    seen = [reader.change_token()]
+    if backend != "postgres":  # a PostgreSQL server's other databases may be written meanwhile
+        assert reader.change_token() == seen[0] and ledger.runs("settle") == []
+        assert reader.change_token() == seen[0]  # reading changes nothing
+
+    def changed() -> None:
+        token = reader.change_token()
+        assert token is not None and token not in seen
+        seen.append(token)
+
+    run = ledger.claim(req()).run
+    changed()
+    clock.advance(10)
+    assert ledger.heartbeat(run, 60)  # a lease renewed: what "running" and "late" read
+    changed()
+    ledger.pause("settle", None, "maintenance", "ops1")
+    changed()
+    ledger.resume("settle")
+    changed()
+    ledger.unlock("settle")
+    changed()
+    ledger.finish(ledger.claim(req(host="h2")).run, done())
+    changed()
+
+
+def test_a_sqlite_ledger_replaced_under_its_reader_has_no_token(tmp_path):
+    from cronwrap.ledger.sqlite import SqliteLedger
+
+    path = tmp_path / "ledger.db"
+    missing = SqliteLedger(path, read_only=True)  # nothing yet: an empty ledger in memory
+    assert missing.change_token() is not None
+    SqliteLedger(path).close()  # the first firing makes the file
+    assert missing.change_token() is None  # this object cannot see it: open it again
+    reader = SqliteLedger(path, read_only=True)
+    assert reader.change_token() is not None
+    path.rename(tmp_path / "old.db")
+    SqliteLedger(path).close()  # another file under the name (a backup restored)
+    assert reader.change_token() is None
+    missing.close()
+    reader.close()

@@ -75,7 +75,8 @@ class Shared:
         return self.ledger
 
 
-def call(app, path: str, method: str = "GET", auth: str | None = None, cookie: str = ""):
+def call(app, path: str, method: str = "GET", auth: str | None = None, cookie: str = "",
+         headers: dict[str, str] | None = None, raw: bool = False):
     got: dict = {}
 
     def start_response(status, headers):
@@ -87,8 +88,9 @@ def call(app, path: str, method: str = "GET", auth: str | None = None, cookie: s
         environ["HTTP_AUTHORIZATION"] = auth
     if cookie:
         environ["HTTP_COOKIE"] = cookie
+    environ.update(headers or {})
     body = b"".join(app(environ, start_response))
-    return got["status"], got["headers"], body.decode()
+    return got["status"], got["headers"], body if raw else body.decode()
 
 
 @pytest.fixture
@@ -269,3 +271,101 @@ def test_a_filter_keeps_the_strips_of_the_jobs_it_hides(app):
     status, _, body = call(app, "/?health=critical")
     assert 'href="jobs/%3Cb%3Ej%3C%2Fb%3E"' in body and 'href="jobs/other"' not in body
     assert "run 1</a> failed (exit 2) 0ms ago: &lt;i&gt;x&lt;/i&gt;</span>" in body
+
+
+# -- answers kept between requests (issue 24 §4) ----------------------------------------------
+
+class Counted(Shared):
+    """The shared ledger, counting the reads of summaries (what every kept answer is drawn
+    from) and the opens."""
+
+    def __init__(self, app) -> None:
+        self.ledger, self.opens, self.reads = app.open_ledger(), 0, 0
+        summaries = self.ledger.summaries
+
+        def counted(*args, **kw):
+            self.reads += 1
+            return summaries(*args, **kw)
+
+        self.ledger.summaries = counted  # type: ignore[method-assign]
+
+    def __call__(self):
+        self.opens += 1
+        return self.ledger
+
+
+def finish_a_run(ledger, key: str) -> None:
+    request = ClaimRequest(job=JobInfo("<b>j</b>"), run_key=key, scheduled_at=NOW,
+                           trigger="manual", host="h", pid=2, pid_start=1, lease=60.0)
+    ledger.finish(ledger.claim(request).run, Finish(status="succeeded", duration_ms=5, exit_code=0,
+                                                    signal=None, timed_out=False, error_tail=None,
+                                                    log_path=None))
+
+
+@pytest.mark.parametrize("path", ["/", "/metrics", "/?health=critical&q=j"])
+def test_an_answer_is_drawn_once_while_the_ledger_is_unchanged(app, path):
+    counted = app.open_ledger = Counted(app)
+    first = call(app, path)
+    assert first[0] == 200 and counted.reads == 1
+    for _ in range(5):
+        assert call(app, path) == first
+    assert counted.reads == 1 and counted.opens == 2  # one drawing, and the token's own ledger
+    finish_a_run(counted.ledger, "later")  # a change is never served from what was kept
+    changed = call(app, path)
+    assert counted.reads == 2 and changed != first
+    assert call(app, path) == changed and counted.reads == 2
+
+
+def test_time_passing_redraws_what_was_kept(app):
+    counted = app.open_ledger = Counted(app)
+    call(app, "/")
+    app.clock = lambda: NOW.replace(second=59)  # past KEEP_FOR and STALE_FOR: drawn again now
+    status, _, body = call(app, "/")
+    assert counted.reads == 2 and "as of 2027-01-15T08:00:59.000+00:00" in body
+
+
+def test_a_kept_answer_is_gzipped_for_a_client_that_takes_it(app):
+    import gzip
+
+    for path in ("/", "/metrics"):
+        _, plain, body = call(app, path, raw=True)
+        for accept in ("gzip", "deflate, gzip;q=0.5, br", "GZIP"):
+            _, headers, packed = call(app, path, raw=True,
+                                      headers={"HTTP_ACCEPT_ENCODING": accept})
+            assert headers["Content-Encoding"] == "gzip" and headers["Vary"] == "Accept-Encoding"
+            assert gzip.decompress(packed) == body
+            assert headers["Content-Length"] == str(len(packed))
+            assert headers["Content-Security-Policy"] == plain["Content-Security-Policy"]
+        for refused in ("identity", "gzip;q=0", "br"):
+            _, headers, same = call(app, path, raw=True, headers={"HTTP_ACCEPT_ENCODING": refused})
+            assert "Content-Encoding" not in headers and same == body
+    # an answer that echoes the request (the filter's text) is never compressed
+    _, headers, _ = call(app, "/?q=j", headers={"HTTP_ACCEPT_ENCODING": "gzip"})
+    assert "Content-Encoding" not in headers
+
+
+def test_a_failing_ledger_is_not_kept(app):
+    shared = app.open_ledger
+    call(app, "/")
+
+    def broken():
+        from cronwrap.errors import LedgerError
+
+        raise LedgerError("connection refused")
+
+    app.open_ledger = broken
+    app.forget_prober()
+    assert call(app, "/")[0] == 503  # the token cannot be had: nothing kept is shown
+    app.open_ledger = shared
+    assert call(app, "/")[0] == 200
+
+
+def test_an_answer_only_old_is_served_while_the_next_is_drawn(app):
+    counted = app.open_ledger = Counted(app)
+    first = call(app, "/")[2]
+    app.clock = lambda: NOW.replace(second=32)  # 2 s later, the ledger unchanged
+    assert call(app, "/")[2] == first  # at once, as kept: the next one is drawn meanwhile
+    for lock in app.kept.drawing:  # held by the drawing until it is done
+        with lock:
+            pass
+    assert counted.reads == 2 and "as of 2027-01-15T08:00:32.000+00:00" in call(app, "/")[2]

@@ -337,6 +337,14 @@ SELECT * FROM cronwrap_pauses ORDER BY job
 -- name: duration_bucket
 INSERT INTO cronwrap_duration_buckets (le_ms) VALUES (%(le_ms)s) ON CONFLICT DO NOTHING
 
+-- name: change_token
+-- Ledger.change_token: the server's current snapshot (xmin:xmax:in-progress xids). Any
+-- transaction that commits between two calls either took its xid after the first (xmax
+-- moved) or was in progress at it (it left the list): the text differs. Reads take no xid,
+-- so readers (serve itself) never change it; writes to other databases of the server do
+-- (a needless redraw, never a missed change).
+SELECT pg_current_snapshot()::text AS token
+
 -- name: tallies
 SELECT job, status, runs, timed, duration_ms FROM cronwrap_tallies
 

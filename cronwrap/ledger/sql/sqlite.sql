@@ -279,6 +279,12 @@ ON CONFLICT (key) DO UPDATE SET value = excluded.value
 -- name: duration_bucket
 INSERT INTO duration_buckets (le_ms) VALUES (:le_ms) ON CONFLICT DO NOTHING
 
+-- name: change_token
+-- Ledger.change_token: SQLite changes data_version on this connection whenever another
+-- connection (any process) committed to the file since this one last asked; total_changes()
+-- counts this connection's own writes.
+SELECT data_version || '.' || total_changes() AS token FROM pragma_data_version()
+
 -- name: tallies
 SELECT job, status, runs, timed, duration_ms FROM tallies
 
