@@ -575,7 +575,8 @@ def events_table(events: list[dict[str, object]]) -> str:
     for e in events:
         rest = " ".join(f"{k}={event_value(v)}" for k, v in e.items() if v is not None
                         and k not in keys and k not in
-                        ("job", "run_id", "run_key", "pid", "trigger", "scheduled_at"))
+                        ("job", "run_id", "run_key", "pid", "trigger", "scheduled_at",
+                         "format", "level", "msg"))  # the row says what msg and level do
         cells = [h("-" if e.get(k) is None else event_value(e.get(k))) for k in keys] + [h(rest)]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return f'<div class="scroll"><table id="events">{head}{"".join(rows)}</table></div>'

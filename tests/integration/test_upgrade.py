@@ -31,7 +31,7 @@ import psycopg
 import pytest
 
 from cronwrap.ledger import sql
-from cronwrap.model import Status
+from cronwrap.model import FORMAT_VERSION, Status
 from cronwrap.process import procs
 from tests.conftest import CW, REPO
 from tests.needs import missing
@@ -60,6 +60,7 @@ def assert_reads_as_released(row: dict, old: dict) -> None:
     (its lease has long expired); fields added since are null for it, but for the attempts
     history lists: only the row's own (the release kept no earlier one)."""
     row = dict(row)
+    assert row.pop("format", FORMAT_VERSION) == FORMAT_VERSION  # history's runs carry it since
     if "attempts" in row:
         assert [a["attempt"] for a in row.pop("attempts")] == [old["attempt"]][:old["attempt"]]
     expected = dict(old, status=Status.ABANDONED if old["status"] == Status.RUNNING else old["status"])
