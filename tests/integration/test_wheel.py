@@ -19,6 +19,8 @@ def test_the_wheel_holds_every_module_the_sql_and_py_typed(tmp_path: Path) -> No
                     ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
+    for folder in ("man", "completions"):
+        shutil.copytree(REPO / folder, source / folder)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
                     "--disable-pip-version-check", str(source), "-w", str(tmp_path)],
                    check=True, capture_output=True, timeout=300, cwd=tmp_path)
@@ -28,3 +30,33 @@ def test_the_wheel_holds_every_module_the_sql_and_py_typed(tmp_path: Path) -> No
               if path.suffix in (".py", ".sql", ".json") or path.name == "py.typed"}
     assert "cronwrap/py.typed" in wanted and "cronwrap/run/runner.py" in wanted
     assert not wanted - shipped, f"missing from the wheel: {sorted(wanted - shipped)}"
+    data = {name.split(".data/data/", 1)[1] for name in shipped if ".data/data/" in name}
+    assert data == {"share/man/man1/cronwrap.1", "share/man/man5/cronwrap.toml.5",
+                    "share/bash-completion/completions/cronwrap",
+                    "share/fish/vendor_completions.d/cronwrap.fish"}, data
+
+    # installed (pip install ., not editable), man finds both pages through the venv's bin/
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
+                    "--disable-pip-version-check", str(wheel)], check=True, capture_output=True,
+                   timeout=300)
+    if shutil.which("man") is None:
+        return  # man-db is not on this host: the files are in place (above)
+    env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    for page, section in (("cronwrap", "man1"), ("cronwrap.toml", "man5")):
+        found = subprocess.run(["man", "-w", page], env=env, capture_output=True, text=True,
+                               timeout=60)
+        assert found.stdout.strip() == str(venv / "share" / "man" / section /
+                                           (page + (".1" if section == "man1" else ".5"))), found
+
+
+def test_the_completion_scripts_in_the_checkout_are_cronwrap_s_own():
+    """completions/ holds what `cronwrap completion SHELL` prints, for the wheel's share/."""
+    from cronwrap.read.complete import SCRIPTS
+
+    assert (REPO / "completions" / "cronwrap").read_text() == SCRIPTS["bash"], \
+        "completions/cronwrap is stale: cronwrap completion bash > completions/cronwrap"
+    assert (REPO / "completions" / "cronwrap.fish").read_text() == SCRIPTS["fish"], \
+        "completions/cronwrap.fish is stale: cronwrap completion fish > completions/cronwrap.fish"
+
