@@ -198,6 +198,23 @@ COMMANDS: tuple[Command, ...] = (
             "paused stay skipped (catch-up does not run them; run --date/--at does). A job "
             "that is not paused is said so, exit 0.", (JOB, PAUSE_HOST, DB),
             "cronwrap.admin:resume"),
+    Command("step", "Inside a job cronwrap runs: run COMMAND as step KEY of the job's slot, "
+            "once per slot whatever the attempts. A step that succeeded in an earlier attempt "
+            "of the slot (on any host) is not run again: one line on stderr, exit 0. The step "
+            "is recorded in the ledger (status, exit, start, end, attempt, host: history and "
+            "serve show it) and fenced: once the slot is no longer this attempt's (taken "
+            "over, ended, or its lease ran out) it refuses with one line, exit 123, so a "
+            "superseded attempt stops instead of doing the work twice. Otherwise COMMAND's "
+            "own exit status (no shell). Outside a cronwrap run: exit 125.", (
+                argument("key", "KEY", "The step's name within the slot (1-200 printable "
+                         "characters, e.g. batch-0003).", default=REQUIRED),
+                argument("command", "COMMAND", "The command and its arguments, after --.",
+                         many=True),
+                option("--force", "force", None, "Run it even if it already succeeded in "
+                       "this slot."),
+                option("--done", "done", None, "Only ask: exit 0 if step KEY succeeded in "
+                       "this slot, 1 if not; run nothing."),
+            ), "cronwrap.run.step:step", lean=True),
     Command("explain", "The next fire times of a schedule, and what a person should know "
             "about it.", (
                 argument("expression", "EXPRESSION", "A cron expression (5 fields or @daily "

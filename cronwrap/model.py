@@ -472,6 +472,69 @@ class RunAttempt(Record):
         return data
 
 
+class Step(Record):
+    """One step of a slot (``cronwrap step KEY -- CMD``, expansion 5): the attempt, fence and
+    host that last started it, and how it ended (``status``: running, succeeded or failed;
+    ``finished_at`` None while running, or when its runner died). Times are UTC."""
+
+    job: str
+    run_key: str
+    key: str
+    run_id: int
+    status: str
+    attempt: int
+    fence: int
+    host: str | None
+    pid: int | None
+    started_at: datetime
+    finished_at: datetime | None
+    duration_ms: int | None
+    exit_code: int | None
+    signal: int | None
+
+    def to_json(self) -> dict[str, object]:
+        data = self.asdict()
+        for key in ("job", "run_key", "run_id", "pid"):
+            del data[key]
+        data["step"] = data.pop("key")
+        for key in ("started_at", "finished_at"):
+            data[key] = iso(data[key])
+        return data
+
+
+class StepStart(Record):
+    """What ``Ledger.begin_step`` found and did: ``action`` (``step_action``'s), the run row
+    (None: no such run), and the step as it was before (None: never started in this slot)."""
+
+    action: str
+    run: Run | None
+    step: Step | None
+
+
+STEP_RUN, STEP_DONE, STEP_FENCED, STEP_GONE, STEP_LAPSED = "run", "done", "fenced", "gone", "lapsed"
+
+
+def step_action(run: Run | None, step: Step | None, fence: int, force: bool, since: int,
+                now: datetime) -> str:
+    """Whether ``cronwrap step`` runs its command, for the attempt holding ``fence``:
+    STEP_GONE when the run is not in the ledger (pruned, or another ledger's); STEP_FENCED
+    when the slot is no longer this attempt's (taken over: a larger fence, or the run has
+    ended); STEP_LAPSED when its lease ran out and nobody took it over yet (its wrapper could
+    not renew it, and is ending the job); STEP_DONE when the step succeeded in this slot at
+    or after fence ``since`` (0, or a forced run's first: ``run --force`` does every step
+    again) and ``force`` is not given; else STEP_RUN."""
+    if run is None:
+        return STEP_GONE
+    if run.status != Status.RUNNING or run.fence != fence:
+        return STEP_FENCED
+    if run.locked_until is not None and run.locked_until <= now:
+        return STEP_LAPSED
+    if step is not None and step.status == Status.SUCCEEDED and not force \
+            and step.fence >= since:
+        return STEP_DONE
+    return STEP_RUN
+
+
 class RunTally(Record):
     """What the ledger has counted of one job's ends (every status but running and pending
     written to a row: a finished attempt, a skip, a missed slot) since it was migrated to

@@ -15,7 +15,8 @@ from cronwrap.errors import LedgerError
 from cronwrap.ledger.base import Ledger
 from cronwrap.model import (DONE_STATUSES, Alert, AlertState, Claim, ClaimRequest, Finish,
                             JobInfo, JobSummary, Pause, Reason, Run, RunAttempt, RunTally,
-                            SlotHistory, Status, Trigger)
+                            SlotHistory, Status, Step, StepStart, Trigger, STEP_RUN,
+                            step_action)
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 _TIME_COLUMNS = ("scheduled_at", "locked_until", "started_at", "finished_at")
 NO_RUN_ID = 2**62  # above every run id: "before" it is every run
 PAUSES = 3  # the expansion that holds the pauses (cronwrap pause)
+STEPS = 5  # the expansion that holds the steps (cronwrap step)
 
 
 def _version_number(value: object) -> int | None:
@@ -390,6 +392,63 @@ class SqlLedger(Ledger):
         with self._tx(write=False) as cur:
             rows = self._all(cur, "pauses")
         return {r["job"]: self._pause(r) for r in rows}
+
+    # -- steps (cronwrap step)
+
+    def begin_step(self, run_id: int, run_key: str, fence: int, key: str, host: str,
+                   pid: int, force: bool, since: int) -> StepStart:
+        with self._tx() as cur:
+            now = self._db_now(cur)
+            run, step = self._step_state(cur, run_id, run_key, key)
+            action = step_action(run, step, fence, force, since, self._time(now))
+            if action == STEP_RUN:
+                self._exec(cur, "step_begin", run_id=run_id, fence=fence, step=key, host=host,
+                           pid=pid, now=now)
+        return StepStart(action, run, step)
+
+    def end_step(self, run: Run, key: str, status: str, exit_code: int | None,
+                 signal: int | None, duration_ms: int) -> tuple[bool, Run | None]:
+        with self._tx() as cur:
+            now = self._db_now(cur)
+            found = self._one(cur, "step_run", run_id=run.run_id, run_key=run.run_key)
+            recorded = self._exec(cur, "step_end", job=run.job, run_key=run.run_key, step=key,
+                                  fence=run.fence, status=status, exit_code=exit_code,
+                                  signal=signal, duration_ms=duration_ms, now=now) == 1
+        return recorded, None if found is None else self._run(found)
+
+    def step_state(self, run_id: int, run_key: str, key: str) -> tuple[Run | None, Step | None]:
+        with self._tx(write=False) as cur:
+            return self._step_state(cur, run_id, run_key, key, lock=False)
+
+    def steps(self, runs: Sequence[Run]) -> dict[int, list[Step]]:
+        found: dict[int, list[Step]] = {r.run_id: [] for r in runs}
+        if self.expanded < STEPS or not runs:
+            return found
+        with self._tx(write=False) as cur:
+            rows = self._all(cur, "steps_of_runs", ids=self._ids([r.run_id for r in runs]))
+        for row in rows:
+            found.setdefault(row["run_id"], []).append(self._step(row))
+        return found
+
+    def _step_state(self, cur: Any, run_id: int, run_key: str, key: str,
+                    lock: bool = True) -> tuple[Run | None, Step | None]:
+        """The run row (held to the transaction's end, PostgreSQL: FOR SHARE) and its step."""
+        row = self._one(cur, "step_run" if lock else "step_run_read", run_id=run_id,
+                        run_key=run_key)
+        if row is None:
+            return None, None
+        run = self._run(row)
+        if self.expanded < STEPS:
+            return run, None
+        step = self._one(cur, "step_of_run" if lock else "step_of_run_read", job=run.job,
+                         run_key=run.run_key, step=key)
+        return run, None if step is None else self._step(step)
+
+    def _step(self, row: Row) -> Step:
+        return Step(row["job"], row["run_key"], row["step"], row["run_id"], row["status"],
+                    row["attempt"], row["fence"], row["host"], row["pid"],
+                    self._time(row["started_at"]), self._from_db(row["finished_at"]),
+                    row["duration_ms"], row["exit_code"], row["signal"])
 
     def idle(self) -> None:
         """An embedded ledger has nothing to give back (PostgresLedger has a connection)."""

@@ -59,7 +59,9 @@ def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
     spec, run = inv.spec, claim.run
     assert run is not None and run.fence is not None
     zone = inv.timing.schedule.zone if inv.timing.schedule else cron_zone(inv.environ)
-    env = job_environment(inv.environ, spec.env_extra, run, spec.host, zone)
+    steps_from = inv.forced_from.setdefault(run.run_key, run.fence) if spec.force else 0
+    env = job_environment(inv.environ, spec.env_extra, run, spec.host, zone,
+                          spec.db or f"sqlite://{inv.dirs.ledger_file}", steps_from)
     inv.redactor = Redactor(secret_values(env), spec.redact or (), guard=CpuBudget())
     log_id = run.run_id if ledger is not None else f"unrecorded-{int(inv.now)}"
     files = RunFiles(inv.log_dir, spec.name, log_id, run.attempt, inv.redactor)

@@ -89,6 +89,10 @@ class Invocation:
         self.pinger: Pinger | None = None  # the runner's, for a job that pings
         self.redactor: Redactor | None = None  # the job's secrets, once its environment is known
         self.settings = job_settings(spec)
+        # Under --force, each slot's first fence of this invocation: the job's steps count
+        # from it (CRONWRAP_STEPS_FROM), so a forced re-run does them again and its retries
+        # keep what it did.
+        self.forced_from: dict[str, int] = {}
 
     def event(self, event: Event, run: Run | None = None, slot: SlotRun | None = None,
               **fields: Any) -> None:
