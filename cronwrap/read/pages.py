@@ -20,12 +20,12 @@ from urllib.parse import quote, urlencode
 
 from cronwrap import __version__
 from cronwrap.errors import CHECK_CRITICAL
-from cronwrap.model import Run, RunAttempt, Status, iso, job_host, shown_job
+from cronwrap.model import Run, RunAttempt, Status, Step, iso, job_host, shown_job
 from cronwrap.options.durations import format_duration
 from cronwrap.read.monitoring import HEALTH_STATES
 from cronwrap.read.picture import MARKS, Picture, history_picture
 from cronwrap.read.report import (OK, JobReport, ago, alerts_note, duration_text, run_why,
-                                  trigger_words)
+                                  step_status, trigger_words)
 from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.textsafe import safe_text
 
@@ -502,16 +502,18 @@ def chart_svg(runs: list[Run], rep: JobReport | None, now: datetime,
 
 def run_page(run: Run, events: list[dict[str, object]], output: Output, now: datetime,
              site: Site = Site(), root: str = "../../../", zone: tzinfo | None = None,
-             earlier: list[RunAttempt] | None = None) -> str:
+             earlier: list[RunAttempt] | None = None, steps: list[Step] | None = None) -> str:
     """What happened, in words (status and why, how long, where, which attempt and the slot's
-    ``earlier`` ones, why it ran, its slot: times in the job's ``zone``), then its output, then
-    every ledger field of the run and its events from this host's run log, folded."""
+    ``earlier`` ones, why it ran, its slot: times in the job's ``zone``), the slot's ``steps``
+    (cronwrap step), then its output, then every ledger field of the run and its events from
+    this host's run log, folded."""
     fields = run.to_json(now)
     rows = "".join(f"<tr><th>{h(k)}</th><td class=\"mono\">{field_html(k, v)}</td></tr>"
                    for k, v in fields.items())
     parts = [f'<h1><a href="{h(job_href(root, run.job))}">{h(shown_job(run.job))}</a>: run {run.run_id}</h1>',
              f'<p id="verdict">{status_html(run, now)}: {h(run_why(run, now))}</p>',
-             what_html(run, now, zone, earlier or []), "<h2>Output</h2>"]
+             what_html(run, now, zone, earlier or []), steps_html(run, steps or [], now, zone),
+             "<h2>Output</h2>"]
     if output.text is None:
         parts.append('<p class="muted">No captured output here (none in this host\'s log '
                      "directories, and no tail in the ledger).</p>")
@@ -542,6 +544,24 @@ def what_html(run: Run, now: datetime, zone: tzinfo | None, earlier: list[RunAtt
              f"<tr><th>started</th><td>{at_html(run.started_at, now, zone)}</td></tr>"
              f"<tr><th>finished</th><td>{at_html(run.finished_at, now, zone)}</td></tr>")
     return f'<table id="what">{rows}</table>'
+
+
+def steps_html(run: Run, steps: list[Step], now: datetime, zone: tzinfo | None) -> str:
+    """The slot's steps (cronwrap step), in the order they started: each as the attempt that
+    last started it left it (``history`` lists them too)."""
+    if not steps:
+        return ""
+    rows = []
+    for s in steps:
+        shown = step_status(s, run)
+        rows.append(
+            f'<tr><td class="mono">{h(s.key)}</td><td class="{style_class(shown)}">{h(shown)}</td>'
+            f"<td>{s.attempt}</td><td>{h(s.host or '-')}</td><td>{at_html(s.started_at, now, zone)}</td>"
+            f"<td>{'-' if s.duration_ms is None else h(format_duration(s.duration_ms / 1000))}</td>"
+            f"<td>{'-' if s.exit_code is None else s.exit_code}</td><td>{s.fence}</td></tr>")
+    return ('<h2>Steps</h2><table id="steps"><tr><th>step</th><th>status</th><th>attempt</th>'
+            "<th>host</th><th>started</th><th>took</th><th>exit</th><th>fence</th></tr>"
+            + "".join(rows) + "</table>")
 
 
 def attempt_html(a: RunAttempt, now: datetime, zone: tzinfo | None) -> str:

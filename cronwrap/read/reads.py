@@ -250,13 +250,14 @@ def history(name: str, limit: int, as_json: bool, host: str | None, db: str | No
             raise UsageError(f"{name}: no such job in this ledger (check the name with "
                              "cronwrap status)")
         attempts = opened.attempts(runs, taken)
+        steps = opened.steps(runs)
     finally:
         opened.close()
     if as_json:
-        sys.stdout.write(_json([report.history_json(r, attempts[r.run_id], taken)
-                                for r in runs]) + "\n")
+        sys.stdout.write(_json([report.history_json(r, attempts[r.run_id], taken,
+                                                    steps[r.run_id]) for r in runs]) + "\n")
     else:
-        report.render_runs(runs, taken, attempts)
+        report.render_runs(runs, taken, attempts, steps)
     return 0
 
 

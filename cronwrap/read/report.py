@@ -21,7 +21,7 @@ from cronwrap.textsafe import safe_text
 
 if TYPE_CHECKING:
     from cronwrap.ledger import base
-    from cronwrap.model import AlertState, RunAttempt
+    from cronwrap.model import AlertState, RunAttempt, Step
     from cronwrap.read.picture import Picture
     from cronwrap.schedule import Explanation, Schedule
 
@@ -268,10 +268,30 @@ def schedule_state(summary: JobSummary, now: datetime) -> tuple[datetime | None,
     return plan.next_after(now), late
 
 
-def history_json(run: Run, attempts: list[RunAttempt], now: datetime) -> dict[str, object]:
-    """A run as ``history --json`` and serve's history API show it: with its attempts."""
+def history_json(run: Run, attempts: list[RunAttempt], now: datetime,
+                 steps: list[Step] | None = None) -> dict[str, object]:
+    """A run as ``history --json`` and serve's history API show it: with its attempts and
+    its slot's steps (cronwrap step), in the order they started."""
     return {"format": FORMAT_VERSION, **run.to_json(now),
-            "attempts": [a.to_json() for a in attempts]}
+            "attempts": [a.to_json() for a in attempts],
+            "steps": [s.to_json() for s in steps or ()]}
+
+
+def step_status(step: Step, run: Run) -> str:
+    """A step as a person reads it: one left ``running`` by an attempt that is no longer the
+    slot's (its runner died or was taken over) is ``abandoned``."""
+    if step.status == Status.RUNNING and (run.status != Status.RUNNING or run.fence != step.fence):
+        return Status.ABANDONED
+    return step.status
+
+
+def step_cells(step: Step, run: Run, now: datetime) -> list[Cell]:
+    """A step's row of the runs table, under its run's."""
+    shown = step_status(step, run)
+    return _cells("", cell(f"step {step.key}"), "", cell(shown, _COLOURS.get(shown, "white")),
+                  str(step.attempt), step.host or "-", ago(step.started_at, now),
+                  "-" if step.duration_ms is None else format_duration(step.duration_ms / 1000),
+                  "-" if step.exit_code is None else str(step.exit_code), str(step.fence))
 
 
 def run_json(run: Run | None, now: datetime) -> dict[str, object] | None:
@@ -375,7 +395,8 @@ def render_status(reports: list[JobReport], now: datetime) -> None:
 
 
 def render_runs(runs: list[Run], now: datetime,
-                attempts: dict[int, list[RunAttempt]] | None = None) -> None:
+                attempts: dict[int, list[RunAttempt]] | None = None,
+                steps: dict[int, list[Step]] | None = None) -> None:
     """The runs table; with ``attempts`` (``Ledger.attempts``), a slot's earlier attempts
     under its row, and the slot marked (``*`` after its attempt) when its job ran more than
     once."""
@@ -394,6 +415,7 @@ def render_runs(runs: list[Run], now: datetime,
                         "-" if a.duration_ms is None else format_duration(a.duration_ms / 1000),
                         "-" if a.exit_code is None else str(a.exit_code), str(a.fence or "-"))
                  for a in reversed(earlier)]
+        rows += [step_cells(step, r, now) for step in (steps or {}).get(r.run_id, [])]
     screen = Screen.of_stdout()
     out = []
     if runs:

@@ -44,7 +44,7 @@ from urllib.parse import parse_qs, unquote, unquote_plus
 from cronwrap import schedule as sched
 from cronwrap.commands import default
 from cronwrap.errors import CronwrapError, PathError, UsageError
-from cronwrap.model import JobSummary, Run, RunAttempt, Status, job_host, ledger_job, shown_job
+from cronwrap.model import JobSummary, Run, RunAttempt, Status, Step, job_host, ledger_job, shown_job
 from cronwrap.options.durations import parse_duration
 from cronwrap.paths import ensure_private_dir, file_name, open_private, resolve_dirs
 from cronwrap.read import pages
@@ -635,21 +635,23 @@ class Dashboard:
         count = int(limit)
 
         def work(ledger: base.Ledger, now: datetime
-                 ) -> tuple[list[Run], dict[int, list[RunAttempt]], datetime] | None:
+                 ) -> tuple[list[Run], dict[int, list[RunAttempt]], dict[int, list[Step]],
+                            datetime] | None:
             runs = ledger.runs(name, count + 1, before=None if before is None else int(before))
             if not runs and ledger.job_info(name) is None:
                 return None
-            return runs, ledger.attempts(runs[:count], now), now
+            return runs, ledger.attempts(runs[:count], now), ledger.steps(runs[:count]), now
 
         found = self.read(work)
         if found is None:
             return Response(404, b"[]\n", JSON, [])
-        runs, attempts, now = found
+        runs, attempts, steps, now = found
         extra = []
         if len(runs) > count:  # older runs: the next page's URL, relative to this one
             runs = runs[:count]
             extra.append(("Link", f'<history?limit={count}&before={runs[-1].run_id}>; rel="next"'))
-        return self.json(runs, lambda r: report.history_json(r, attempts[r.run_id], now), extra)
+        return self.json(runs, lambda r: report.history_json(r, attempts[r.run_id], now,
+                                                             steps[r.run_id]), extra)
 
     def json(self, items: Sequence[T], encode: Callable[[T], dict[str, object]],
              extra: list[tuple[str, str]] | None = None) -> Response:
@@ -696,22 +698,23 @@ class Dashboard:
             return self.not_found("No such run", "A run id is a number.", root)
 
         def work(ledger: base.Ledger, now: datetime
-                 ) -> tuple[Run, list[RunAttempt], str | None, datetime] | None:
+                 ) -> tuple[Run, list[RunAttempt], list[Step], str | None, datetime] | None:
             run = ledger.get_run(name, int(run_id))
             if run is None:
                 return None
             info = ledger.job_info(name)
             earlier = ledger.attempts([run], now).get(run.run_id, [])[:-1]
-            return run, earlier, info.tz if info else None, now
+            steps = ledger.steps([run]).get(run.run_id, [])
+            return run, earlier, steps, info.tz if info else None, now
 
         found = self.read(work)
         if found is None:
             return self.not_found("No such run", f"The job {shown_job(name)!r} has no run {run_id}.",
                                   root)
-        run, earlier, tz, now = found
+        run, earlier, steps, tz, now = found
         dirs = self.log_dirs(job_host(name)[0])
         return html(200, pages.run_page(run, run_events(run, dirs), captured_output(run, dirs),
-                                        now, self.site, root, zone_of(tz), earlier))
+                                        now, self.site, root, zone_of(tz), earlier, steps))
 
     def not_found(self, title: str, detail: str, root: str = "./") -> Response:
         return html(404, pages.problem_page(404, title, detail, self.site, root))

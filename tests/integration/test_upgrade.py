@@ -63,6 +63,7 @@ def assert_reads_as_released(row: dict, old: dict) -> None:
     assert row.pop("format", FORMAT_VERSION) == FORMAT_VERSION  # history's runs carry it since
     if "attempts" in row:
         assert [a["attempt"] for a in row.pop("attempts")] == [old["attempt"]][:old["attempt"]]
+    assert row.pop("steps", []) == []  # cronwrap step came after
     expected = dict(old, status=Status.ABANDONED if old["status"] == Status.RUNNING else old["status"])
     assert {k: row.get(k, "(missing)") for k in expected} == expected
     assert {k: row[k] for k in set(row) - set(expected)} == dict.fromkeys(set(row) - set(expected))
