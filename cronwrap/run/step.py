@@ -105,7 +105,7 @@ def step(key: str, command: list[str] | None, force: bool, done: bool) -> int:
     here.check(begun.run)
     if begun.action != STEP_RUN:
         ledger.close()
-        return refused(key, begun.action, begun.run, begun.step)
+        return refused(key, begun.action, begun.run, begun.step, here.fence)
     run = begun.run
     assert run is not None
     ledger.idle()  # no server connection while the command runs
@@ -141,7 +141,7 @@ def asked(here: Here, key: str) -> int:
         and found.fence >= here.since else 1
 
 
-def refused(key: str, action: str, run: Run | None, found: Step | None) -> int:
+def refused(key: str, action: str, run: Run | None, found: Step | None, fence: int) -> int:
     """The one line, and the exit status, of a step that is not run."""
     if action == STEP_DONE:
         assert found is not None
@@ -158,8 +158,8 @@ def refused(key: str, action: str, run: Run | None, found: Step | None) -> int:
              f"could not renew it) and another attempt may take it over: exit {EXIT_SUPERSEDED}")
         return EXIT_SUPERSEDED
     assert action == STEP_FENCED
-    why = (f"taken over by attempt {run.attempt} on {run.host or '?'} (fence {run.fence})"
-           if run.status == Status.RUNNING else f"ended ({run.status})")
+    why = (f"taken over by attempt {run.attempt} on {run.host or '?'} (fence {run.fence}, "
+           f"now {run.status})" if run.fence != fence else f"ended ({run.status})")
     warn(f"step {key}: refused: slot {run.run_key} is no longer this attempt's, it was {why}: "
          f"exit {EXIT_SUPERSEDED}")
     return EXIT_SUPERSEDED
