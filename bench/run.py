@@ -284,6 +284,37 @@ class Bench:
                  f"{wall['floor']:.1f} ms, ratio {wall['pg'] / wall['floor']:.2f}x",
                  budget, ratio <= 3.0)
 
+    def step(self) -> None:
+        """`cronwrap step` as a job calls it (issue 26 §1): bench/step_timer.py runs as the job
+        of one `cronwrap run`, on SQLite and on PostgreSQL, and times a new step (begun, run,
+        ended: two ledger transactions), a step already done (one transaction, nothing run)
+        and `--done`, interleaved with the floor wrapper from the same job. No budget (the
+        issue asks for the figure): the ratio to the floor wrapper of the same rounds."""
+        n = 10 if self.quick else 40
+        ledgers = {"SQLite": {}}
+        if self.pg():
+            ledgers["PostgreSQL"] = {"CRONWRAP_DB": self.create_database("step")}
+        for label, extra in ledgers.items():
+            out = self.tmp / f"step-{label}.json"
+            env = self.env(f"step-{label}", **extra)
+            argv = [self.exe, "run", "-n", "bench-step", "--force", "--timeout", "30m", "--",
+                    self.python, str(HERE / "step_timer.py"), self.exe, self.python,
+                    str(HERE / "floor_wrapper.py"), str(self.tmp), str(n), str(out)]
+            proc = subprocess.run(argv, env=env, capture_output=True, text=True)
+            if proc.returncode != 0:
+                self.row(f"step, {label}", f"failed: {proc.stderr.strip()[-300:]}", "—", None)
+                continue
+            samples = json.loads(out.read_text())
+            wall = {k: statistics.median(w for w, _ in v) for k, v in samples.items()}
+            cpu = {k: statistics.median(c for _, c in v) for k, v in samples.items()}
+            self.row(f"cronwrap step KEY -- true from a job, {label}, median of {n}",
+                     f"a new step {wall['new'] / wall['floor']:.2f}x the floor wrapper "
+                     f"({wall['new']:.1f} ms, CPU {cpu['new']:.0f} ms); a done step (skipped) "
+                     f"{wall['done'] / wall['floor']:.2f}x ({wall['done']:.1f} ms, CPU "
+                     f"{cpu['done']:.0f} ms); `step --done` {wall['ask'] / wall['floor']:.2f}x "
+                     f"({wall['ask']:.1f} ms); floor {wall['floor']:.1f} ms (CPU "
+                     f"{cpu['floor']:.0f} ms)", "no budget: the figure (issue 26)", None)
+
     def config_file(self) -> Path:
         """A config file of a few jobs, as an operator keeps one: defaults, and five jobs with
         schedules, timeouts and hooks; the firing's job is one of them."""
@@ -1211,7 +1242,7 @@ def http_get(url: str, headers: dict[str, str]) -> tuple[float, float]:
 
 
 MEASUREMENTS = ("startup", "startup_pg", "startup_config", "big_output", "term_lateness", "race", "takeover",
-                "status", "history", "serve", "watch", "connections", "burst", "fleet")
+                "status", "history", "serve", "watch", "connections", "burst", "fleet", "step")
 
 
 def main() -> int:

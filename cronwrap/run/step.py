@@ -61,11 +61,10 @@ class Here:
         self.run_key = environ.get("CRONWRAP_RUN_KEY", "")
         self.job = environ.get("CRONWRAP_JOB", "")
         self.host = environ.get("CRONWRAP_HOST") or os.uname().nodename
-        self.ledger = environ.get("CRONWRAP_LEDGER", "")
-        if self.run_id and not self.ledger:
-            raise UsageError("step: CRONWRAP_LEDGER is not set: this job was started by a "
-                             "cronwrap older than cronwrap step; upgrade the cronwrap that "
-                             "runs it")
+        # A wrapper older than cronwrap step exports no CRONWRAP_LEDGER: its job's step tries
+        # the ledger cronwrap's own settings name (CRONWRAP_DB, else the embedded one); the
+        # run id and run key must then be found there, or the step fails with one line.
+        self.ledger = environ.get("CRONWRAP_LEDGER") or environ.get("CRONWRAP_DB") or None
 
     @property
     def recorded(self) -> bool:

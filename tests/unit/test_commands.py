@@ -50,6 +50,9 @@ LEAN_LINES = [
     ["logs", "j", "--last", "--follow", "--db", "sqlite:///x.db"],
     ["explain", "*/5 * * * *", "--tz", "UTC", "--count", "0", "--from", "2026-01-01"],
     ["explain", "@daily", "--json"],
+    ["step", "batch-0003", "--", "settle.py", "--batch", "3", "-x"],
+    ["step", "--force", "k", "--", "true"],
+    ["step", "--done", "k"],
 ]
 
 
