@@ -312,7 +312,9 @@ class Bench:
                      f"({wall['new']:.1f} ms, CPU {cpu['new']:.0f} ms); a done step (skipped) "
                      f"{wall['done'] / wall['floor']:.2f}x ({wall['done']:.1f} ms, CPU "
                      f"{cpu['done']:.0f} ms); `step --done` {wall['ask'] / wall['floor']:.2f}x "
-                     f"({wall['ask']:.1f} ms); floor {wall['floor']:.1f} ms (CPU "
+                     f"({wall['ask']:.1f} ms); a firing on the same ledger (`run -- true`) "
+                     f"{wall['firing'] / wall['floor']:.2f}x ({wall['firing']:.1f} ms, CPU "
+                     f"{cpu['firing']:.0f} ms); floor {wall['floor']:.1f} ms (CPU "
                      f"{cpu['floor']:.0f} ms)", "no budget: the figure (issue 26)", None)
 
     def config_file(self) -> Path:

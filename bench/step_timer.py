@@ -5,7 +5,8 @@ where a job calls it, interleaved with the floor wrapper, and writes the samples
 
 Each round: the floor wrapper (`floor_wrapper.py DIR true`), `cronwrap step new-I -- true` (a
 step not done yet: begun, run, ended), `cronwrap step done -- true` (done by round 0: one line,
-nothing run), `cronwrap step --done done`. Wall ms and CPU ms (wait4) of each.
+nothing run), `cronwrap step --done done`, and for comparison a firing on the same ledger
+(`cronwrap run -n bench-step-firing --force -- true`). Wall ms and CPU ms (wait4) of each.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def main() -> int:
         "new": lambda i: [exe, "step", f"new-{i}", "--", "true"],
         "done": lambda i: [exe, "step", "done", "--", "true"],
         "ask": lambda i: [exe, "step", "--done", "done"],
+        "firing": lambda i: [exe, "run", "-n", "bench-step-firing", "--force", "--", "true"],
     }
     for name, argv in commands.items():  # one untimed round: caches, the done step
         timed(argv(-1))
