@@ -120,3 +120,26 @@ exit $status
     (run,) = app2.json("history", "settle", "--json")
     assert [(s["step"], s["attempt"], s["host"], s["status"]) for s in run["steps"]] == [
         ("one", 1, "app1", "succeeded"), ("two", 2, "app2", "succeeded")]
+
+
+@pytest.mark.postgres
+def test_the_ledgers_password_reaches_the_job_and_nothing_cronwrap_keeps_or_prints(cw, tmp_path, pg_dsn):
+    """CRONWRAP_LEDGER carries the URL as given, password included (the server trusts the
+    test, so it is only carried): the job's steps can use it, and no output cronwrap keeps or
+    replays, no run log, no message of cronwrap's shows it."""
+    secret = "s3cret-Passw0rd"
+    url = pg_dsn.replace("@", f":{secret}@", 1)
+    job = script(tmp_path / "job.sh", """
+cronwrap step a -- sh -c 'echo "the ledger: $CRONWRAP_LEDGER"'
+CRONWRAP_RUN_KEY=another cronwrap step b -- true
+exit 4
+""")
+    proc = cw("run", "-n", "pw", "--db", url, "--output", "on-failure", "--", job)
+    assert proc.returncode == 4
+    shown = proc.stdout.decode() + proc.stderr.decode()
+    assert "the ledger: postgresql://" in shown and "no run" in shown
+    kept = [shown, cw("history", "pw", "--json", "--db", url, check_rc=0).stdout.decode(),
+            cw("logs", "pw", "--db", url, check_rc=0).stdout.decode()]
+    kept += [p.read_text(errors="replace") for p in (tmp_path / "cwhome").rglob("*") if p.is_file()
+             and p.suffix != ".db"]
+    assert not [text for text in kept if secret in text]
