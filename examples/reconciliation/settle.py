@@ -20,7 +20,8 @@ it starts. What cronwrap hands over, and what settle.py does with it:
                       whose fence is smaller than the one registered for the key is refused
   CRONWRAP_RUN_ID     cronwrap's ledger row, kept so the result page links to `cronwrap logs`
   CRONWRAP_ATTEMPT    1, 2, … (recorded)
-  CRONWRAP_LEDGER     where cronwrap step records the batches (never printed)
+  CRONWRAP_LEDGER     where cronwrap step records the batches (never printed); the
+                      cronwrap on PATH runs them
   SETTLE_DSN          the business database (from the env file; never printed)
 
 Optional settings (environment):
