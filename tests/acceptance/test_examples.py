@@ -665,8 +665,10 @@ def test_downstream_timeout_is_retried_a_bounded_number_of_times_then_failed(rec
     (a,) = recon.hosts("app1")
     same_minute(25)
     recon.seed()
-    # Every attempt's payments query outlasts statement_timeout: exit 75, three times.
-    proc = a(*recon.run_args("--timeout", "3", "--kill-after", "1", "--retries", "2",
+    # Every attempt's payments query outlasts statement_timeout: exit 75, three times. (An
+    # attempt starts three interpreters that import psycopg before its first batch's query:
+    # the driver, cronwrap step, the batch; --timeout leaves them room on a loaded machine.)
+    proc = a(*recon.run_args("--timeout", "6", "--kill-after", "1", "--retries", "2",
                              "--retry-delay", "0.2s", "--retry-on", "75,timeout"),
              env={"SETTLE_DOWNSTREAM_DELAY": "30", "SETTLE_STATEMENT_TIMEOUT": "300ms"})
     assert proc.returncode == 75
