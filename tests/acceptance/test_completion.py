@@ -34,8 +34,9 @@ def jobs(cw):
 
 
 def test_commands_options_and_fixed_choices(cw):
-    assert complete(cw, "cronwrap st") == ["status"]
-    assert set(complete(cw, "cronwrap ")) >= {"run", "status", "watch", "pause", "db",
+    assert complete(cw, "cronwrap st") == ["status", "step"]
+    assert complete(cw, "cronwrap sta") == ["status"]
+    assert set(complete(cw, "cronwrap ")) >= {"run", "status", "watch", "pause", "db", "step",
                                               "completion", "--version"}
     assert complete(cw, "cronwrap db ") == ["init", "upgrade"]
     assert complete(cw, "cronwrap status --for") == ["--format"]
