@@ -556,7 +556,8 @@ def steps_html(run: Run, steps: list[Step], now: datetime, zone: tzinfo | None) 
         shown = step_status(s, run)
         rows.append(
             f'<tr><td class="mono">{h(s.key)}</td><td class="{style_class(shown)}">{h(shown)}</td>'
-            f"<td>{s.attempt}</td><td>{h(s.host or '-')}</td><td>{at_html(s.started_at, now, zone)}</td>"
+            f"<td>{s.attempt}</td><td>{h(s.host or '-')}</td>"
+            f"<td>{at_html(s.started_at, now, zone)}</td>"
             f"<td>{'-' if s.duration_ms is None else h(format_duration(s.duration_ms / 1000))}</td>"
             f"<td>{'-' if s.exit_code is None else s.exit_code}</td><td>{s.fence}</td></tr>")
     return ('<h2>Steps</h2><table id="steps"><tr><th>step</th><th>status</th><th>attempt</th>'

@@ -44,7 +44,8 @@ from urllib.parse import parse_qs, unquote, unquote_plus
 from cronwrap import schedule as sched
 from cronwrap.commands import default
 from cronwrap.errors import CronwrapError, PathError, UsageError
-from cronwrap.model import JobSummary, Run, RunAttempt, Status, Step, job_host, ledger_job, shown_job
+from cronwrap.model import (JobSummary, Run, RunAttempt, Status, Step, job_host, ledger_job,
+                            shown_job)
 from cronwrap.options.durations import parse_duration
 from cronwrap.paths import ensure_private_dir, file_name, open_private, resolve_dirs
 from cronwrap.read import pages

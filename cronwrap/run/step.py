@@ -83,8 +83,9 @@ class Here:
 
 def step(key: str, command: list[str] | None, force: bool, done: bool) -> int:
     if not key or len(key) > MAX_KEY or not key.isprintable():
-        raise UsageError(f"step: the key {key[:MAX_KEY]!r} must be 1 to {MAX_KEY} printable "
-                         "characters (e.g. batch-0003)")
+        shown = f"{key[:40]!r}{'…' if len(key) > 40 else ''}"
+        raise UsageError(f"step: the key {shown} must be 1 to {MAX_KEY} printable characters "
+                         "(e.g. batch-0003)")
     if done and (command or force):
         raise UsageError("step --done only asks whether the step is done: give no command "
                          "and no --force")
