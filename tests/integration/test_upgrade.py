@@ -19,6 +19,7 @@ import io
 import json
 import os
 import re
+import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -556,3 +557,27 @@ def test_the_previous_release_ignores_a_pause_this_one_keeps(backend, previous, 
         sorted((r.status, r.skip_reason) for r in runs) == [
             (Status.SKIPPED, "paused"), (Status.SUCCEEDED, None)]
     claim_renew_finish(old, db, "2026-03-01", tmp_path)  # a lease renewed, beside the pause
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_job_the_previous_release_runs_can_use_cronwrap_step(tmp_path, previous, backend,
+                                                              request):
+    """Issue 26 §1 in a fleet being upgraded: the previous release exports no CRONWRAP_LEDGER,
+    so its job's `cronwrap step` (this release's) finds the run in CRONWRAP_DB; the step it
+    did is skipped when this release runs the slot again."""
+    db = (request.getfixturevalue("pg_dsn") if backend == "postgres"
+          else f"sqlite:///{tmp_path / 'l.db'}")
+    new, old = wrappers(tmp_path / "home", previous)
+    new("db", "init", env={"CRONWRAP_DB": db}, check_rc=0)  # expansion 5 (PostgreSQL: db upgrade)
+    done = tmp_path / "done"
+    step = f"env -u PYTHONPATH -u PYTHONSAFEPATH {shlex.join(new.argv)} step"
+    job = ["sh", "-c", f"{step} a -- sh -c 'echo a >> {done}' && [ -e {tmp_path}/fixed ]"]
+    slot = ("-n", "stepcompat", "--schedule", "0 3 * * *", "--tz", "UTC", "--date", "2026-10-28")
+    first = old("run", *slot, "--", *job, env={"CRONWRAP_DB": db})
+    assert first.returncode == 1, first.stderr
+    (tmp_path / "fixed").touch()
+    second = new("run", *slot, "--", *job, env={"CRONWRAP_DB": db})
+    assert second.returncode == 0, second.stderr
+    assert done.read_text() == "a\n" and b"already succeeded in this slot" in second.stderr
+    (run,) = new.json("history", "stepcompat", "--json", env={"CRONWRAP_DB": db})
+    assert [(s["step"], s["attempt"]) for s in run["steps"]] == [("a", 1)]
