@@ -168,6 +168,9 @@ COMMANDS: tuple[Command, ...] = (
                 option("--raw", "raw", None, "Copy the output byte for byte to a terminal too "
                        "(there, control characters are otherwise shown escaped, e.g. \\x1b; "
                        "piped output is always exact)."),
+                option("--timestamps -t", "timestamps", None, "Begin each line with the time "
+                       "it came (UTC, 2026-12-05T01:30:00.123Z), for a run captured with run "
+                       "--timestamps."),
                 HOST, DB), "cronwrap.read.reads:logs", lean=True),
     Command("unlock", "Expire the leases of a job's running runs, for an operator who knows "
             "the holder is dead; and tell who holds the job's local lock on this host (wrapper "
@@ -229,7 +232,7 @@ COMMANDS: tuple[Command, ...] = (
             "job's own: its --log-dir as the ledger recorded it, CRONWRAP_LOG_DIR, log-dir in "
             "the config file; such a directory only if cronwrap would use it itself (a real "
             "directory of yours, not writable by others), and in it only cronwrap's own files "
-            "(NAME/RUN_ID.ATTEMPT.log, events.jsonl.N), never through a symlink. The ledger's "
+            "(NAME/RUN_ID.ATTEMPT.log and .times, events.jsonl.N), never through a symlink. The ledger's "
             "statistics, which its query planner reads, are refreshed (ANALYZE) in the same "
             "transaction: run it from time to time even if nothing is old.", (
                 option("--older-than", "older_than", "DURATION", "Remove runs and log files "

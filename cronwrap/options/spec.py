@@ -426,6 +426,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("output", "passthrough: the job's output as it comes (default); on-failure: only "
            "when the run did not succeed (like chronic); quiet: captured only.", "Output",
            choice(*OUTPUT_MODES), "passthrough|on-failure|quiet", "passthrough"),
+    Option("timestamps", "Also record when each line of the job's output came (to the "
+           "millisecond, in RUN_ID.ATTEMPT.times beside the captured output), for cronwrap "
+           "logs --timestamps; the captured output itself stays exactly the job's.", "Output",
+           default=False),
     Option("log-dir", "Directory for the run log and captured output, an absolute path "
            "(default: logs/ in cronwrap's state directory).", "Output", absolute_path, "DIR"),
     Option("keep-logs", "Remove captured output and rotated run logs older than this (a "
@@ -540,6 +544,7 @@ class JobSpec(Record):
     db_wait: float
     on_db_error: str
     output: str
+    timestamps: bool
     log_dir: Path | None
     keep_logs: float
     redact: tuple[Pattern[bytes], ...] | None

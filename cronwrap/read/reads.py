@@ -261,7 +261,7 @@ def history(name: str, limit: int, as_json: bool, host: str | None, db: str | No
 
 
 def logs(name: str, run_id: int | None, last: bool, attempt: int | None, follow: bool,
-         raw: bool, host: str | None, db: str | None) -> int:
+         raw: bool, timestamps: bool, host: str | None, db: str | None) -> int:
     """``last`` (--last) is what no RUN_ID means anyway."""
     from cronwrap.read import logs as logview
 
@@ -271,7 +271,8 @@ def logs(name: str, run_id: int | None, last: bool, attempt: int | None, follow:
     opened = ledger(db, read_only=True)
     try:
         return logview.show(opened, one_job(opened, name, host), run_id, follow, dirs,
-                            escape=not raw and sys.stdout.isatty(), attempt=attempt)
+                            escape=not raw and sys.stdout.isatty(), attempt=attempt,
+                            timestamps=timestamps)
     finally:
         opened.close()
 

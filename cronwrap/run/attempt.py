@@ -62,7 +62,7 @@ def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
     env = job_environment(inv.environ, spec.env_extra, run, spec.host, zone)
     inv.redactor = Redactor(secret_values(env), spec.redact or (), guard=CpuBudget())
     log_id = run.run_id if ledger is not None else f"unrecorded-{int(inv.now)}"
-    files = RunFiles(inv.log_dir, spec.name, log_id, run.attempt, inv.redactor)
+    files = RunFiles(inv.log_dir, spec.name, log_id, run.attempt, inv.redactor, spec.timestamps)
     capture = files.capture
     if capture.error:
         inv.events.report(capture.error)
