@@ -172,6 +172,20 @@ COMMANDS: tuple[Command, ...] = (
                        "it came (UTC, 2026-12-05T01:30:00.123Z), for a run captured with run "
                        "--timestamps."),
                 HOST, DB), "cronwrap.read.reads:logs", lean=True),
+    Command("why", "Why a slot of a job ran or did not, in a few lines: whether the schedule "
+            "fires then (its zone, what DST does that day), whether a host fired it, whether "
+            "it was skipped and why (overlap, paused, too late; a duplicate firing, from this "
+            "host's run log), how its run ended, or that it was missed. Reads only: the "
+            "ledger's row and attempts of the slot, its pauses, this host's run log.", (
+                JOB,
+                option("--at", "at", "WHEN", "The slot: a time as run --at reads it "
+                       "(2026-10-28T01:30 in the job's zone, or with an offset or Z; not a fire "
+                       "time: the slot before it is told) or a date as run --date reads it "
+                       "(2026-10-28: that day's first slot). Default: the next slot."),
+                option("--json", "as_json", None, "Print a JSON object (its \"story\" is the "
+                       "lines printed; \"verdict\": upcoming, ran, running, abandoned, "
+                       "skipped, missed, no_slot)."),
+                HOST, DB), "cronwrap.read.reads:why", lean=True),
     Command("unlock", "Expire the leases of a job's running runs, for an operator who knows "
             "the holder is dead; and tell who holds the job's local lock on this host (wrapper "
             "and job PIDs, alive or gone). A lock a live process holds is never broken; a PID "

@@ -212,6 +212,14 @@ class Ledger(ABC):
         """
 
     @abstractmethod
+    def run_by_key(self, job: str, run_key: str) -> Run | None:
+        """The row of ``job``'s slot ``run_key`` (one look-up along the unique key); None
+        when the slot has none (``why``).
+
+        :raises LedgerError: nothing was read.
+        """
+
+    @abstractmethod
     def summaries(self, since: datetime, jobs: list[str] | None = None) -> list[JobSummary]:
         """One summary per known job (or the named ones), counts over runs since ``since``.
 

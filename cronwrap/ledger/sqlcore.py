@@ -261,6 +261,11 @@ class SqlLedger(Ledger):
             row = self._one(cur, "run_by_id", job=job, id=run_id)
         return self._run(row) if row else None
 
+    def run_by_key(self, job: str, run_key: str) -> Run | None:
+        with self._tx(write=False) as cur:
+            row = self._one(cur, "run_by_key", job=job, run_key=run_key)
+        return self._run(row) if row else None
+
     def summaries(self, since: datetime, jobs: list[str] | None = None) -> list[JobSummary]:
         """Four queries whatever the number of jobs (a query per job was 2,000 round trips)."""
         with self._tx(write=False) as cur:

@@ -18,17 +18,21 @@ from pathlib import Path
 
 from cronwrap.errors import CHECK_UNKNOWN, CronwrapError, UsageError
 from cronwrap.ledger.url import open_ledger
-from cronwrap.model import job_host
+from cronwrap.model import job_host, shown_job
 from cronwrap.options import config as files, spec
 from cronwrap.paths import resolve_dirs
 from cronwrap.record import TYPE_CHECKING
 from cronwrap.stdio import write_utf8
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from cronwrap.ledger import base
+    from cronwrap.model import JobInfo
     from cronwrap.model import RunTally
     from cronwrap.options.config import Config
     from cronwrap.read.report import JobReport
+    from cronwrap.schedule import Schedule
 
 FORMATS = ("table", "json", "prometheus")
 
@@ -292,3 +296,91 @@ def explain(expression: str, tz: str | None, count: int, start: str | None,
         report.render_explain(result)
     return 0
 
+
+
+# -- why ---------------------------------------------------------------------------------------
+
+def why(name: str, at: str | None, as_json: bool, host: str | None, db: str | None) -> int:
+    """The story of one slot (read/why.py): the ledger's row and attempts of it, the pauses,
+    this host's run log. Reads only: never a write to the ledger."""
+    from cronwrap.read import why as story
+
+    name = job_name(name)
+    host = host_option(host)
+    taken = now()
+    opened = ledger(db, read_only=True)
+    try:
+        job = one_job(opened, name, host)
+        schedule, template, notes = _schedule_of(job, opened.job_info(job))
+        asked = story.question(schedule, at, taken)
+        row, attempts = None, []
+        if asked.slot is not None:
+            from cronwrap.schedule import run_key
+
+            row = opened.run_by_key(job, run_key(asked.slot, template))
+            attempts = opened.attempts([row], taken)[row.run_id] if row is not None else []
+        pauses = opened.pauses()
+        summary = next(iter(opened.summaries(taken, [job])), None)
+    finally:
+        opened.close()
+    events = _slot_events(job, asked.slot, template)
+    facts = story.Facts(job, schedule, template, row, attempts, pauses,
+                        summary.first_seen if summary else None,
+                        summary.last_slot if summary else None, events,
+                        job_host(job)[1] or this_host(name), notes)
+    told = story.tell(asked, facts, taken)
+    if as_json:
+        sys.stdout.write(_json(told.to_json()) + "\n")
+    else:
+        write_utf8(told.text)
+    return 0
+
+
+def _schedule_of(job: str, info: JobInfo | None) -> tuple[Schedule, str | None, list[str]]:
+    """The job's schedule, zone and key as its firings recorded them in the ledger, else as
+    this host's config file gives them ([jobs.NAME]); a one-line error without either."""
+    from cronwrap import schedule as sched
+
+    name = job_host(job)[0]
+    loaded = config()
+    section = loaded.jobs.get(name, {}) if loaded is not None else {}
+    expr, tz, key, notes = None, None, None, []
+    if info is not None and info.schedule:
+        expr, tz, key = info.schedule, info.tz, info.key_template
+        given = section.get("schedule")
+        if isinstance(given, str) and given and (given, section.get("tz") or tz) != (expr, tz):
+            notes.append(f"(the config file here gives {given!r}"
+                         f"{' in ' + str(section['tz']) if section.get('tz') else ''}; the "
+                         "ledger's, from the job's last firing, is the one told)")
+    elif isinstance(section.get("schedule"), str) and section["schedule"]:
+        expr, tz = str(section["schedule"]), section.get("tz")
+        key = section.get("key") if isinstance(section.get("key"), str) else None
+        notes.append("(the ledger has no schedule for it yet: the config file's is told)")
+    if expr is None:
+        if info is None:
+            raise UsageError(f"{shown_job(job)}: no such job in this ledger (check the name "
+                             "with cronwrap status)")
+        raise UsageError(f"{shown_job(job)}: no schedule is recorded for it (cron has not run "
+                         "it with --schedule yet): why tells the slots of a schedule")
+    zone = sched.load_zone(str(tz) if tz else "UTC")
+    return sched.Schedule.parse(str(expr), zone, str(tz) if tz else "UTC"), \
+        str(key) if key else None, notes
+
+
+def _slot_events(job: str, slot: datetime | None, template: str | None) -> list[dict[str, Any]]:
+    """This host's run-log lines about the slot (the log directories ``logs`` reads)."""
+    if slot is None:
+        return []
+    from cronwrap.read import why as story
+    from cronwrap.run.runlog import read_events
+    from cronwrap.schedule import run_key
+
+    name, host = job_host(job)
+    found: list[dict[str, Any]] = []
+    for directory in log_dirs(name):
+        try:
+            found += story.slot_events(read_events(directory), name, host,
+                                       run_key(slot, template), slot)
+        except (OSError, ValueError):
+            continue
+    return sorted(found, key=lambda e: str(e.get("ts")))
