@@ -30,6 +30,7 @@ from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.textsafe import safe_text
 
 if TYPE_CHECKING:
+    from cronwrap.read.why import Story
     from cronwrap.schedule import Explanation
 
 REFRESH_OVERVIEW = 30  # seconds: the overview reloads itself (no JavaScript needed)
@@ -377,6 +378,10 @@ def job_page(rep: JobReport | None, name: str, runs: list[Run], chart_runs: list
     if failure is not None:
         parts.append(last_failure_html(name, *failure, now, root, zone))
     parts.append(schedule_html(rep, explanation, words))
+    if rep is not None and rep.summary.schedule:
+        parts.append(f'<form method="get" action="{h(job_href(root, name))}/why"><label>Why '
+                     'did a slot (not) run? <input name="at" placeholder="2026-12-05T01:30 or '
+                     '2026-12-05"></label> <button>tell</button></form>')
     parts.append("<h2>Durations, by slot</h2>" + chart_svg(chart_runs, rep, now, zone))
     if chart_runs:
         parts.append(f'<pre class="strip">{picture_html(history_picture(chart_runs, 60, now))}</pre>')
@@ -583,6 +588,25 @@ def events_table(events: list[dict[str, object]]) -> str:
 
 
 # -- errors ------------------------------------------------------------------------------------
+
+def why_page(story: Story, at: str | None, site: Site = Site(), root: str = "../../") -> str:
+    """``why NAME --at WHEN``'s story, a form to ask about another slot, and a link to the
+    slot's run. Every word of it is escaped: the time asked is the client's."""
+    job = story.facts.job
+    href = job_href(root, job)
+    parts = [f'<h1><a href="{h(href)}">{h(shown_job(job))}</a>: why?</h1>',
+             f'<form method="get" action="{h(href)}/why"><label>slot <input name="at" '
+             f'value="{h(at or "")}" placeholder="2026-12-05T01:30 or 2026-12-05"></label> '
+             '<button>tell</button> <span class="muted">(a time or a date in the job\'s zone; '
+             'empty: the next slot)</span></form>',
+             f'<p id="verdict"><span class="{h(style_class(story.status or story.verdict))}">'
+             f"{h(story.verdict)}</span></p>",
+             '<div id="story">' + "".join(f"<p>{h(line)}</p>" for line in story.lines) + "</div>"]
+    row = story.facts.row
+    if row is not None:
+        parts.append(f'<p><a href="{h(href)}/runs/{row.run_id}">run {row.run_id}</a></p>')
+    return document(f"{shown_job(job)}: why", root, "".join(parts), None, site)
+
 
 def problem_page(status: int, title: str, detail: str, site: Site = Site(),
                  root: str = "./") -> str:

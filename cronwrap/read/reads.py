@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from cronwrap.model import RunTally
     from cronwrap.options.config import Config
     from cronwrap.read.report import JobReport
+    from cronwrap.read.why import Story
     from cronwrap.schedule import Schedule
 
 FORMATS = ("table", "json", "prometheus")
@@ -301,39 +302,45 @@ def explain(expression: str, tz: str | None, count: int, start: str | None,
 # -- why ---------------------------------------------------------------------------------------
 
 def why(name: str, at: str | None, as_json: bool, host: str | None, db: str | None) -> int:
-    """The story of one slot (read/why.py): the ledger's row and attempts of it, the pauses,
-    this host's run log. Reads only: never a write to the ledger."""
-    from cronwrap.read import why as story
-
+    """The story of one slot (read/why.py). Reads only: never a write to the ledger."""
     name = job_name(name)
     host = host_option(host)
     taken = now()
     opened = ledger(db, read_only=True)
     try:
-        job = one_job(opened, name, host)
-        schedule, template, notes = _schedule_of(job, opened.job_info(job))
-        asked = story.question(schedule, at, taken)
-        row, attempts = None, []
-        if asked.slot is not None:
-            from cronwrap.schedule import run_key
-
-            row = opened.run_by_key(job, run_key(asked.slot, template))
-            attempts = opened.attempts([row], taken)[row.run_id] if row is not None else []
-        pauses = opened.pauses()
-        summary = next(iter(opened.summaries(taken, [job])), None)
+        told = why_story(opened, one_job(opened, name, host), at, taken, log_dirs(name))
     finally:
         opened.close()
-    events = _slot_events(job, asked.slot, template)
-    facts = story.Facts(job, schedule, template, row, attempts, pauses,
-                        summary.first_seen if summary else None,
-                        summary.last_slot if summary else None, events,
-                        job_host(job)[1] or this_host(name), notes)
-    told = story.tell(asked, facts, taken)
     if as_json:
         sys.stdout.write(_json(told.to_json()) + "\n")
     else:
         write_utf8(told.text)
     return 0
+
+
+def why_story(opened: base.Ledger, job: str, at: str | None, taken: datetime,
+              dirs: list[Path]) -> Story:
+    """``why``'s story of ledger job ``job``'s slot ``at`` (None: the next), for ``why`` and
+    ``serve``: the ledger's row and attempts of the slot, its pauses, the job's first and
+    newest slots, this host's run log (in ``dirs``, ``log_dirs``'s). UsageError: no such job, no schedule, a bad WHEN."""
+    from cronwrap.read import why as story
+
+    schedule, template, notes = _schedule_of(job, opened.job_info(job))
+    asked = story.question(schedule, at, taken)
+    row, attempts = None, []
+    if asked.slot is not None:
+        from cronwrap.schedule import run_key
+
+        row = opened.run_by_key(job, run_key(asked.slot, template))
+        attempts = opened.attempts([row], taken)[row.run_id] if row is not None else []
+    pauses = opened.pauses()
+    summary = next(iter(opened.summaries(taken, [job])), None)
+    facts = story.Facts(job, schedule, template, row, attempts, pauses,
+                        summary.first_seen if summary else None,
+                        summary.last_slot if summary else None,
+                        _slot_events(job, asked.slot, template, dirs),
+                        job_host(job)[1] or this_host(job_host(job)[0]), notes)
+    return story.tell(asked, facts, taken)
 
 
 def _schedule_of(job: str, info: JobInfo | None) -> tuple[Schedule, str | None, list[str]]:
@@ -367,8 +374,9 @@ def _schedule_of(job: str, info: JobInfo | None) -> tuple[Schedule, str | None, 
         str(key) if key else None, notes
 
 
-def _slot_events(job: str, slot: datetime | None, template: str | None) -> list[dict[str, Any]]:
-    """This host's run-log lines about the slot (the log directories ``logs`` reads)."""
+def _slot_events(job: str, slot: datetime | None, template: str | None,
+                 dirs: list[Path]) -> list[dict[str, Any]]:
+    """This host's run-log lines about the slot, from ``dirs`` (those ``logs`` reads)."""
     if slot is None:
         return []
     from cronwrap.read import why as story
@@ -377,7 +385,7 @@ def _slot_events(job: str, slot: datetime | None, template: str | None) -> list[
 
     name, host = job_host(job)
     found: list[dict[str, Any]] = []
-    for directory in log_dirs(name):
+    for directory in dirs:
         try:
             found += story.slot_events(read_events(directory), name, host,
                                        run_key(slot, template), slot)

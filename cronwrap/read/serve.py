@@ -48,7 +48,7 @@ from cronwrap.model import JobSummary, Run, RunAttempt, Status, job_host, ledger
 from cronwrap.options.durations import parse_duration
 from cronwrap.paths import ensure_private_dir, file_name, open_private, resolve_dirs
 from cronwrap.read import pages
-from cronwrap.read import monitoring as monitor, report
+from cronwrap.read import monitoring as monitor, reads, report
 from cronwrap.read.logs import open_below
 from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.run.runlog import output_path, read_events
@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
     from cronwrap.ledger import base
     from cronwrap.read.report import JobReport
+    from cronwrap.read.why import Story
     from cronwrap.schedule import Explanation
 
     T = TypeVar("T")
@@ -516,6 +517,10 @@ class Dashboard:
 
         if len(seg) >= 4 and seg[:2] == ["api", "jobs"] and seg[-1] == "history":
             return self.api_history(job(seg[2:-1]), params)
+        if len(seg) >= 4 and seg[:2] == ["api", "jobs"] and seg[-1] == "why":
+            return self.why(job(seg[2:-1]), params, root, as_json=True)
+        if len(seg) >= 3 and seg[0] == "jobs" and seg[-1] == "why" and any(seg[1:-1]):
+            return self.why(job(seg[1:-1]), params, root)
         if len(seg) >= 4 and seg[0] == "jobs" and seg[-2] == "runs":
             return self.run(job(seg[1:-2]), seg[-1], root)
         if len(seg) >= 2 and seg[0] == "jobs" and any(seg[1:]):
@@ -712,6 +717,35 @@ class Dashboard:
         dirs = self.log_dirs(job_host(name)[0])
         return html(200, pages.run_page(run, run_events(run, dirs), captured_output(run, dirs),
                                         now, self.site, root, zone_of(tz), earlier))
+
+    def why(self, name: str, params: dict[str, str], root: str = "../../",
+            as_json: bool = False) -> Response:
+        """``why NAME --at WHEN`` (``?at=WHEN``; none: the next slot), as a page or, under
+        /api/, as ``why --json``'s object."""
+        at = params.get("at", "").strip() or None
+        if at is not None and len(at) > QUERY_MAX:
+            return text(400, f"at: at most {QUERY_MAX} characters")
+
+        def work(ledger: base.Ledger, now: datetime) -> Story | str | None:
+            if ledger.job_info(name) is None and not ledger.runs(name, 1):
+                return None
+            try:
+                return reads.why_story(ledger, name, at, now, self.log_dirs(job_host(name)[0]))
+            except UsageError as exc:  # a bad ?at=, or a job without a schedule: one line
+                return str(exc)
+
+        found = self.read(work)
+        if found is None:
+            if as_json:
+                return Response(404, b"{}\n", JSON, [])
+            return self.not_found("No such job", f"The ledger has no job named {name!r}.", root)
+        if isinstance(found, str):  # never the client's own text echoed back
+            return text(400, "at: a time (2026-10-28T01:30 in the job's zone, or with an "
+                        "offset or Z) or a date (2026-10-28)" if found.startswith("--at")
+                        else found)
+        if as_json:
+            return Response(200, (json.dumps(found.to_json(), indent=2) + "\n").encode(), JSON, [])
+        return html(200, pages.why_page(found, at, self.site, root))
 
     def not_found(self, title: str, detail: str, root: str = "./") -> Response:
         return html(404, pages.problem_page(404, title, detail, self.site, root))
