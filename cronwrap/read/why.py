@@ -207,7 +207,7 @@ class Story(Record):
             "attempts": [a.to_json() for a in f.attempts],
             "pause": None if pause is None else pause.to_json(),
             "events": [_event_json(e) for e in f.events],
-            "dst": _dst_lines(f.schedule, slot) if slot is not None else [],
+            "dst": _dst_lines(f.schedule, slot, q.asked),
             "story": list(self.lines), "now": iso(self.now),
         }
 
@@ -227,11 +227,15 @@ def _event_json(event: dict[str, Any]) -> dict[str, object]:
     return {k: event.get(k) for k in _EVENT_KEYS if event.get(k) is not None}
 
 
-def _dst_lines(schedule: Schedule, slot: datetime) -> list[str]:
-    """The DST notes of the slot's local day (explain's words)."""
-    day = slot.astimezone(schedule.zone).date()
-    start = datetime(day.year, day.month, day.day, tzinfo=UTC) - timedelta(days=1)
-    return [dst_text(schedule, note) for note in dst_notes(schedule, start, 3) if note.day == day]
+def _dst_lines(schedule: Schedule, *times: datetime | None) -> list[str]:
+    """The DST notes of the local days of ``times`` (explain's words)."""
+    days = sorted({t.astimezone(schedule.zone).date() for t in times if t is not None})
+    if not days:
+        return []
+    start = datetime(days[0].year, days[0].month, days[0].day, tzinfo=UTC) - timedelta(days=1)
+    span = (days[-1] - days[0]).days + 3
+    return [dst_text(schedule, note) for note in dst_notes(schedule, start, span)
+            if note.day in days]
 
 
 def _pause_at(facts: Facts, at: datetime, now: datetime) -> Pause | None:
@@ -256,10 +260,10 @@ def tell(q: Question, facts: Facts, now: datetime) -> Story:
              *facts.notes, *q.notes]
     slot = q.slot
     lines.append(_which_slot(q, schedule, now))
+    lines += _dst_lines(schedule, slot, q.asked)
     if slot is None:
         return Story("no_slot", None, None, lines, q, facts, now)
     key = run_key(slot, facts.key_template)
-    lines += _dst_lines(schedule, slot)
     row = facts.row
     if row is not None and row.scheduled_at is not None \
             and row.scheduled_at.timestamp() != slot.timestamp():
