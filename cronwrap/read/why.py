@@ -347,10 +347,10 @@ def _no_row(facts: Facts, slot: datetime, now: datetime) -> list[str]:
                      f"{clock(facts.last_slot.astimezone(slot.tzinfo))} "
                      f"({_relative(facts.last_slot, now)}).")
     elif facts.last_slot is not None:
-        lines.append(f"Later slots did reach the ledger (the newest: "
-                     f"{clock(facts.last_slot.astimezone(slot.tzinfo))}), and none of them "
-                     "caught this one up: with --catchup none (the default) a missed slot "
-                     "stays without a row.")
+        lines.append(f"Later firings did reach the ledger (its newest slot: "
+                     f"{clock(facts.last_slot.astimezone(slot.tzinfo))}), yet none recorded "
+                     "this one missed: its row was pruned, or it lay beyond what a firing looks "
+                     "back over (--catchup-window, a host clock stepped back).")
     return lines
 
 
@@ -378,8 +378,8 @@ def _with_row(facts: Facts, row: Run, slot: datetime, now: datetime) -> list[str
     shown = row.shown_status(now)
     if shown == Status.MISSED:
         return ["Missed: no host fired it in time. A later firing found it had never run and "
-                "recorded it missed (--catchup none, or beyond --max-catchup, runs none of "
-                "the missed slots)."]
+                "recorded it missed (under --catchup none, or beyond --max-catchup, a missed "
+                "slot is recorded, not run; cronwrap run --at runs it by hand)."]
     if shown == Status.SKIPPED:
         return [_skipped(facts, row, slot, now)]
     lines = []
@@ -497,6 +497,14 @@ def _events(facts: Facts, slot: datetime) -> list[str]:
         elif kind == "warning" and e.get("skew_s") is not None:
             lines.append(f"A firing on {host} at {at}{pid} was off its slot: "
                          f"{e.get('message', '')}")
+        elif kind == "missed":
+            lines.append(f"The firing on {host} at {at}{pid} found it had never run and "
+                         "recorded it missed.")
+        elif kind == "skip" and e.get("skip_reason") == Reason.TOO_LATE:
+            lines.append(f"The firing on {host} at {at}{pid} found it older than "
+                         "--catchup-window and recorded it skipped (too late).")
+        elif kind == "catchup":
+            lines.append(f"The firing on {host} at {at}{pid} ran it as a catch-up.")
         elif kind == "retry":
             lines.append(f"On {host}, attempt {e.get('attempt')} ended {e.get('status')} and "
                          f"was retried after {e.get('delay_s')} s.")

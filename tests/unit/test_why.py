@@ -238,7 +238,7 @@ def test_a_slot_without_a_row_was_fired_by_no_host():
            "01:30 CET (2d8h ago)." in s.lines
     later = story("2026-12-05", first_seen=NOW - timedelta(days=30),
                   last_slot=(SLOT + timedelta(days=1)).astimezone(UTC), now=NOW + timedelta(days=1))
-    assert "none of them caught this one up" in text(later)
+    assert "yet none recorded this one missed" in text(later)
     paused = story("2026-12-05", pauses={"settle": Pause("settle", None, "x", "o",
                                                          SLOT - timedelta(hours=1))})
     assert "settle was paused (x) then; a paused firing records its skip, and none did." \
@@ -286,6 +286,14 @@ def test_a_duplicate_firing_and_an_off_slot_one_are_told_from_the_run_log():
     valid(data)
     assert [e["event"] for e in data["events"]] == ["skip", "warning"]
     assert data["events"][0]["blocking_run_id"] == 7 and "msg" not in data["events"][0]
+
+
+def test_catch_up_s_own_lines_say_which_firing_recorded_or_ran_the_slot():
+    lines = text(story("2026-12-05", events=[event("missed"), event("catchup"),
+                                             event("skip", skip_reason="too_late")]))
+    assert "The firing on web1 at 2026-12-05 01:30:03 CET (pid 99) found it had never run " \
+        "and recorded it missed." in lines
+    assert "ran it as a catch-up" in lines and "recorded it skipped (too late)" in lines
 
 
 def test_a_run_the_ledger_never_heard_of_is_told_from_the_run_log():
