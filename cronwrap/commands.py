@@ -255,8 +255,9 @@ COMMANDS: tuple[Command, ...] = (
                        kind=(0, None), default=0),
                 DB), "cronwrap.admin:prune"),
     Command("serve", "A read-only web dashboard of the ledger: the jobs (/), a job's runs "
-            "(/jobs/NAME), one run (/jobs/NAME/runs/ID), /metrics for Prometheus, /api/status "
-            "and /api/jobs/NAME/history as JSON, /healthz. Every request needs a token "
+            "(/jobs/NAME), one run (/jobs/NAME/runs/ID), why a slot ran or not "
+            "(/jobs/NAME/why?at=WHEN), /metrics for Prometheus, /api/status, "
+            "/api/jobs/NAME/history and /api/jobs/NAME/why as JSON, /healthz. Every request needs a token "
             "(Authorization: Bearer TOKEN, or ?token=TOKEN once, which sets a cookie), on "
             "loopback too, unless --no-auth.", (
                 option("--listen", "listen", "HOST:PORT", "HOST:PORT to listen on (every "

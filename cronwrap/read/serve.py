@@ -5,8 +5,8 @@ ledger gives a page that says so, never a hang, and a PostgreSQL server that com
 used again without a restart. One more ledger object is held open only to ask the ledger's
 change token (``Ledger.change_token``) on each request: the overview and /metrics are kept
 between requests while it is the same, for at most KEEP_FOR seconds (``Kept``). Facts come from the functions behind ``status --json``,
-``history --json``, ``status --format prometheus``, ``explain`` and ``logs`` (report.py,
-monitor.py, schedule/, logview.py); pages.py draws them.
+``history --json``, ``status --format prometheus``, ``explain``, ``logs`` and ``why`` (report.py,
+monitor.py, schedule/, logview.py, why.py through ``reads.why_story``); pages.py draws them.
 
 Every client is untrusted, on loopback too (another user of the host is a client): every
 request needs the token (``Auth``), sent as ``Authorization: Bearer TOKEN`` or, once, as
@@ -19,7 +19,7 @@ resolve to anything), and every page says so. No endpoint writes; any method but
 HEAD is refused (405), and a request body before anything else (webserver.py, with the
 guards against idle and slow connections). Every page carries a Content-Security-Policy that
 allows no script and no fetch (a form only to the dashboard itself: the overview's filter is a
-GET form), and nosniff. Answers are bounded: at most HISTORY_MAX runs a
+GET form, and so is the why page's), and nosniff. Answers are bounded: at most HISTORY_MAX runs a
 request, pages of PAGE_SIZE runs read by run id (keyset), long JSON streamed.
 
 waitress is imported only by :func:`serve`: ``run`` never imports this module.

@@ -24,6 +24,7 @@ from cronwrap.model import (
     Status,
     Trigger,
     iso,
+    job_host,
     pause_names,
     shown_job,
 )
@@ -51,6 +52,8 @@ VERDICT_MEANINGS = {
     "missed": "nothing ran: a later firing recorded the slot missed, or no host fired it at all",
     "no_slot": "the schedule has no fire time at or before the time asked about",
 }
+#: A start this long after its slot is said to be late (cron starts a job within seconds).
+LATE = 60.0
 #: How late a firing may still be on its way: a slot younger than this with no row is "due".
 DUE = timedelta(minutes=2)
 
@@ -190,8 +193,6 @@ class Story(Record):
 
     def to_json(self) -> dict[str, object]:
         """``why --json`` and serve's ``/jobs/NAME/why?format=json``: cronwrap/schemas/why.json."""
-        from cronwrap.model import job_host
-
         q, f = self.question, self.facts
         name, host = job_host(f.job)
         slot = q.slot
@@ -390,7 +391,7 @@ def _with_row(facts: Facts, row: Run, slot: datetime, now: datetime) -> list[str
     if started is not None:
         late = seconds_between(started, slot)
         when = f", started {clock(started.astimezone(zone))}"
-        if late >= 1:
+        if late >= LATE:
             when += f", {_duration(late)} after the slot"
     if row.skew_ms is not None:
         direction = "after" if row.skew_ms >= 0 else "before"

@@ -147,8 +147,11 @@ def test_a_repeated_wall_time_is_its_first_occurrence_and_the_second_is_named():
 def test_a_run_that_succeeded_says_where_when_and_how():
     s = story("2026-12-05", row=row(), attempts=[RunAttempt.of_run(row(), NOW)])
     assert (s.verdict, s.status) == ("ran", "succeeded")
-    assert ("It ran on web2: cron fired it for its slot, started 2026-12-05 01:30:02 CET, 2.0s "
-            "after the slot; it ended succeeded after 7.0s (exit 0).") in s.lines
+    assert ("It ran on web2: cron fired it for its slot, started 2026-12-05 01:30:02 CET; it "
+            "ended succeeded after 7.0s (exit 0).") in s.lines
+    late = row(trigger="catchup", started_at=SLOT.astimezone(UTC) + timedelta(hours=2))
+    assert ("It ran on web2: a later firing caught it up, started 2026-12-05 03:30 CET, 2h00m "
+            "after the slot; it ended succeeded after 7.0s (exit 0).") in story("2026-12-05", row=late).lines
     data = s.to_json()
     valid(data)
     assert data["run"]["run_id"] == 7 and "boot_id" not in data["run"]
