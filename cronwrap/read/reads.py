@@ -360,8 +360,10 @@ def _schedule_of(job: str, info: JobInfo | None) -> tuple[Schedule, str | None, 
                          f"{' in ' + str(section['tz']) if section.get('tz') else ''}; the "
                          "ledger's, from the job's last firing, is the one told)")
     elif isinstance(section.get("schedule"), str) and section["schedule"]:
-        expr, tz = str(section["schedule"]), section.get("tz")
-        key = section.get("key") if isinstance(section.get("key"), str) else None
+        given_tz, given_key = section.get("tz"), section.get("key")
+        expr = str(section["schedule"])
+        tz = given_tz if isinstance(given_tz, str) else None
+        key = given_key if isinstance(given_key, str) else None
         notes.append("(the ledger has no schedule for it yet: the config file's is told)")
     if expr is None:
         if info is None:

@@ -368,7 +368,7 @@ def _verdict(row: Run, now: datetime) -> str:
     return "ran"
 
 
-_TRIGGERS = {Trigger.SCHEDULE: "cron fired it for its slot",
+_TRIGGERS: dict[str, str] = {Trigger.SCHEDULE: "cron fired it for its slot",
              Trigger.CATCHUP: "a later firing caught it up",
              Trigger.TAKEOVER: "a firing took it over after its runner had died",
              Trigger.MANUAL: "a person ran it by hand (run --date/--at)"}

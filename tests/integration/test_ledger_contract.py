@@ -618,3 +618,15 @@ def test_a_sqlite_ledger_replaced_under_its_reader_has_no_token(tmp_path):
     assert reader.change_token() is None
     missing.close()
     reader.close()
+
+
+def test_run_by_key_finds_the_slot_s_row_and_only_its_job_s(ledger):
+    """``why``'s one look-up along the unique key (job, run_key)."""
+    run = ledger.claim(req("k1")).run
+    ledger.finish(run, done("failed", 3))
+    ledger.claim(req("k1", job="other"))
+    found = ledger.run_by_key("settle", "k1")
+    assert (found.run_id, found.status, found.exit_code) == (run.run_id, "failed", 3)
+    assert ledger.run_by_key("other", "k1").run_id != run.run_id
+    assert ledger.run_by_key("settle", "k2") is None
+    assert ledger.run_by_key("nosuch", "k1") is None
