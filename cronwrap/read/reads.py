@@ -23,6 +23,7 @@ from cronwrap.options import config as files, spec
 from cronwrap.paths import resolve_dirs
 from cronwrap.record import TYPE_CHECKING
 from cronwrap.stdio import write_utf8
+from cronwrap.textsafe import safe_text
 
 if TYPE_CHECKING:
     from typing import Any
@@ -314,7 +315,7 @@ def why(name: str, at: str | None, as_json: bool, host: str | None, db: str | No
     if as_json:
         sys.stdout.write(_json(told.to_json()) + "\n")
     else:
-        write_utf8(told.text)
+        write_utf8(safe_text(told.text, lines=True))  # a shared ledger's words are anyone's
     return 0
 
 
@@ -339,7 +340,7 @@ def why_story(opened: base.Ledger, job: str, at: str | None, taken: datetime,
                         summary.first_seen if summary else None,
                         summary.last_slot if summary else None,
                         _slot_events(job, asked.slot, template, dirs),
-                        job_host(job)[1] or this_host(job_host(job)[0]), notes)
+                        this_host(job_host(job)[0]), notes)
     return story.tell(asked, facts, taken)
 
 
