@@ -8,6 +8,7 @@ ledger is not written; ``serve`` tells the same at /jobs/NAME/why behind its tok
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 
 import pytest
@@ -69,8 +70,10 @@ def test_why_tells_a_slot_that_ran_a_duplicate_a_missed_one_and_one_in_a_dst_gap
     assert "it ended succeeded after" in ran and "(exit 0)." in ran
     # the second firing of that slot: only its host's run log knows it
     assert f"From the run log of this host ({host}):" in ran
-    assert f"A firing on {host} at 2026-12-03 01:30:04 CET" in ran
-    assert "was skipped as a duplicate: run 1 (succeeded on" in ran
+    # (libfaketime's clock runs on from the time given: a loaded machine adds seconds)
+    assert re.search(rf"A firing on {host} at 2026-12-03 01:30:\d\d CET \(pid \d+\) was skipped as "
+                     rf"a duplicate: run 1 \(succeeded on {host}\) had already claimed the slot\.",
+                     ran), ran
     data = why_json(fired, "settle", "--at", "2026-12-03")
     assert (data["verdict"], data["status"], data["matched"]) == ("ran", "succeeded", True)
     assert data["run"]["run_id"] == 1 and data["run_key"] == "2026-12-03T00:30:00Z"
@@ -84,7 +87,8 @@ def test_why_tells_a_slot_that_ran_a_duplicate_a_missed_one_and_one_in_a_dst_gap
     data = why_json(fired, "settle", "--at", "2026-12-04T00:30Z")
     assert (data["verdict"], data["status"]) == ("missed", "missed")
     assert [e["event"] for e in data["events"]] == ["missed"]  # the 5th's firing recorded it
-    assert f"The firing on {host} at 2026-12-05 01:30:01 CET" in missed
+    assert re.search(rf"The firing on {host} at 2026-12-05 01:30:\d\d CET \(pid \d+\) found it "
+                     "had never run and recorded it missed.", missed), missed
     nothing = why_json(fired, "settle", "--at", "2026-12-02")  # before any firing: no row
     assert (nothing["verdict"], nothing["status"], nothing["run"]) == ("missed", None, None)
     assert any("This is before the ledger first saw settle" in line for line in nothing["story"])
