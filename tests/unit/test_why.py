@@ -317,3 +317,16 @@ def test_slot_events_are_the_job_s_the_host_s_and_the_slot_s():
         [("skip", "web1"), ("finish", "web2"), ("warning", "web1")]
     mine = why.slot_events(lines, "settle", "web1", KEY, SLOT)
     assert [e["event"] for e in mine] == ["skip", "warning"]
+
+
+def test_the_why_page_escapes_every_word_and_the_time_asked():
+    from cronwrap.read import pages
+
+    hostile = "<script>alert(1)</script>"
+    s = story("2026-12-05", job=hostile, row=row(job=hostile, host="<b>web2</b>"),
+              notes=["<img src=x onerror=alert(2)>"])
+    page = pages.why_page(s, '"><script>alert(3)</script>', root="../../")
+    assert "<script>" not in page and "<img" not in page and "<b>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert 'value="&quot;&gt;&lt;script&gt;alert(3)&lt;/script&gt;"' in page
+    assert 'href="../../jobs/%3Cscript%3Ealert%281%29%3C%2Fscript%3E/runs/7"' in page
