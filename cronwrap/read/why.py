@@ -35,6 +35,7 @@ from cronwrap.schedule.explanation import dst_text
 from cronwrap.schedule.notes import dst_notes
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from cronwrap.model import Pause, Run, RunAttempt
@@ -99,10 +100,9 @@ def question(schedule: Schedule, when: str | None, now: datetime,
     return Question(slot, False, asked, notes=notes, nearest=(slot, after))
 
 
-def _fire(find: Any, t: datetime) -> datetime | None:
+def _fire(find: Callable[[datetime], datetime], t: datetime) -> datetime | None:
     try:
-        found: datetime = find(t)
-        return found
+        return find(t)
     except UsageError:  # no fire time within 50 years
         return None
 
