@@ -294,7 +294,7 @@ class Run(Record):
     skew_ms: int | None
     boot_id: str | None
     pid_ns: int | None
-    cpu_user_ms: int | None  # USAGE_FIELDS: read from expansion 6's table, beside the row
+    cpu_user_ms: int | None  # USAGE_KEYS: read from expansion 6's table, beside the row
     cpu_system_ms: int | None
     max_rss_kb: int | None
     _defaults = dict(skip_reason=None, attempt=0, host=None, pid=None, pid_start=None,
@@ -443,7 +443,7 @@ class Finish(Record):
     error_tail: str | None
     log_path: str | None
     skip_reason: str | None
-    # What the job's tree used (USAGE_FIELDS, expansion 6); None: not known.
+    # What the job's tree used (USAGE_KEYS, expansion 6); None: not known.
     cpu_user_ms: int | None
     cpu_system_ms: int | None
     max_rss_kb: int | None
@@ -453,7 +453,7 @@ class Finish(Record):
 # What one attempt's job tree used, as the ledger keeps it (expansion 6, `usage`): CPU time
 # in milliseconds, user and system, and the peak resident memory of its largest process in
 # KiB (getrusage of the keeper, the tree's subreaper: daemons that left the session count).
-USAGE_FIELDS = ("cpu_user_ms", "cpu_system_ms", "max_rss_kb")
+USAGE_KEYS = ("cpu_user_ms", "cpu_system_ms", "max_rss_kb")
 
 
 def usage_text(used: Run | Finish | RunAttempt) -> str:

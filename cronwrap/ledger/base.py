@@ -187,7 +187,7 @@ class Ledger(ABC):
 
     @abstractmethod
     def with_usage(self, runs: Sequence[Run]) -> list[Run]:
-        """``runs``, each with what its latest attempt's job tree used (``USAGE_FIELDS``:
+        """``runs``, each with what its latest attempt's job tree used (``USAGE_KEYS``:
         CPU time, peak memory), read in one go (expansion 6); a run without a record of it,
         or any run of a ledger without the expansion, as it is.
 

@@ -15,7 +15,7 @@ from cronwrap.errors import LedgerError
 from cronwrap.ledger.base import Ledger
 from cronwrap.model import (DONE_STATUSES, Alert, AlertState, Claim, ClaimRequest, Finish,
                             JobInfo, JobSummary, Pause, Reason, Run, RunAttempt, RunTally,
-                            SlotHistory, Status, Trigger, USAGE_FIELDS)
+                            SlotHistory, Status, Trigger, USAGE_KEYS)
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -244,7 +244,7 @@ class SqlLedger(Ledger):
                     row["run_id"], row["attempt"], row["status"], row["reason"], row["host"],
                     row["fence"], self._from_db(row["started_at"]),
                     self._from_db(row["finished_at"]), row["duration_ms"], row["exit_code"],
-                    row["signal"], *(usage.get(k) for k in USAGE_FIELDS)))
+                    row["signal"], *(usage.get(k) for k in USAGE_KEYS)))
         for run in runs:
             if run.attempt > 0:
                 found[run.run_id].append(RunAttempt.of_run(run, now))
@@ -258,7 +258,7 @@ class SqlLedger(Ledger):
         with self._tx(write=False) as cur:
             rows = self._all(cur, "usage_of_runs", ids=self._ids([r.run_id for r in runs]))
         used = {(row["run_id"], row["attempt"]): row for row in rows}
-        return [r.replace(**{k: row[k] for k in USAGE_FIELDS})
+        return [r.replace(**{k: row[k] for k in USAGE_KEYS})
                 if (row := used.get((r.run_id, r.attempt))) is not None else r for r in runs]
 
     def runs(self, job: str, limit: int = 50, since: datetime | None = None,
