@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import resource  # on the firing's path anyway (attempt.wrapper_usage); here before the fork
 import select
 import signal
 import time
@@ -259,6 +260,7 @@ class Keeper:
 
     def _supervise(self, wakeup: int, started: float) -> None:
         deadline = started + self.spec.timeout if self.spec.timeout > 0 else None
+        self._next_watch = started + WATCH_INTERVAL  # a look at the start would find nothing
         while True:
             poller = select.poll()
             poller.register(wakeup, select.POLLIN)
@@ -375,8 +377,6 @@ class Keeper:
                 f"the tree's memory reached {_size(rss)}, over --max-memory "
                 f"{_size(spec.max_memory)}")
         elif spec.max_cpu:
-            import resource
-
             reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu += reaped.ru_utime + reaped.ru_stime
             if cpu > spec.max_cpu:
@@ -435,8 +435,6 @@ class Keeper:
             time.sleep(_TICK / 10)
 
     def _outcome(self, duration: float) -> Outcome:
-        import resource
-
         status = self._main_status
         # The tree is gone and reaped: the keeper, its subreaper, waited for the job and for
         # every orphan (daemons that left the session included), so its children's usage is
