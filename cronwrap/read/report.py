@@ -126,6 +126,9 @@ def run_why(run: Run, now: datetime) -> str:
     if reason == Reason.LEASE_LOST:
         return ("cronwrap ended it: its lease was lost (another runner took the slot over, or "
                 "the ledger was unreachable for longer than the lease)")
+    if reason in (Reason.MEMORY, Reason.CPU):
+        limit = "--max-memory" if reason == Reason.MEMORY else "--max-cpu"
+        return f"cronwrap ended its tree: it went over {limit} (exit {code})"
     if shown in (Status.SKIPPED, Status.MISSED):
         return _SKIP_WORDS.get(reason or "", f"not run ({reason})" if reason else
                               "the slot passed without a run")
