@@ -186,6 +186,15 @@ class Ledger(ABC):
         """
 
     @abstractmethod
+    def with_usage(self, runs: Sequence[Run]) -> list[Run]:
+        """``runs``, each with what its latest attempt's job tree used (``USAGE_KEYS``:
+        CPU time, peak memory), read in one go (expansion 6); a run without a record of it,
+        or any run of a ledger without the expansion, as it is.
+
+        :raises LedgerError: nothing was read.
+        """
+
+    @abstractmethod
     def runs(self, job: str, limit: int = 50, since: datetime | None = None,
              before: int | None = None) -> list[Run]:
         """Runs of ``job``, newest first, at most ``limit``: those created since ``since``

@@ -20,7 +20,8 @@ from urllib.parse import quote, urlencode
 
 from cronwrap import __version__
 from cronwrap.errors import CHECK_CRITICAL
-from cronwrap.model import Run, RunAttempt, Status, iso, job_host, shown_job
+from cronwrap.model import (Run, RunAttempt, Status, iso, job_host, memory_text, shown_job,
+                            usage_text)
 from cronwrap.options.durations import format_duration
 from cronwrap.read.monitoring import HEALTH_STATES
 from cronwrap.read.picture import MARKS, Picture, history_picture
@@ -425,14 +426,15 @@ def runs_table(base: str, runs: list[Run], now: datetime, pager: Pager,
                zone: tzinfo | None = None) -> str:
     """``base``: the link to the job's page. Start times in ``zone`` and relative."""
     head = ("<tr><th>run</th><th>slot</th><th>trigger</th><th>status</th><th>attempt</th>"
-            f"<th>host</th><th>started ({h(zone_label(zone))})</th><th>duration</th><th>exit</th></tr>")
+            f"<th>host</th><th>started ({h(zone_label(zone))})</th><th>duration</th><th>exit</th>"
+            "<th>cpu+sys mem</th></tr>")
     rows = []
     for r in runs:
         href = f"{base}/runs/{r.run_id}"
         cells = [f'<a href="{h(href)}">{r.run_id}</a>', f'<span class="mono">{h(r.run_key)}</span>',
                  h(r.trigger), status_html(r, now), str(r.attempt), h(r.host or "-"),
                  at_html(r.started_at, now, zone), h(duration_text(r)),
-                 h("-" if r.exit_code is None else r.exit_code)]
+                 h("-" if r.exit_code is None else r.exit_code), h(usage_text(r))]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     nav = []
     if pager.newer:  # an older page: the newest runs are a page or more away
@@ -534,6 +536,7 @@ def what_html(run: Run, now: datetime, zone: tzinfo | None, earlier: list[RunAtt
     facts = [
         ("took", "still running" if running else duration_text(run)),
         ("exit", "-" if run.exit_code is None else str(run.exit_code)),
+        ("used", usage_words(run)),
         ("host", (run.host or "-") + (f" (pid {run.pid})" if run.pid else "")),
         ("attempt", str(run.attempt)),
         ("trigger", trigger_words(run.trigger)),
@@ -547,6 +550,15 @@ def what_html(run: Run, now: datetime, zone: tzinfo | None, earlier: list[RunAtt
              f"<tr><th>started</th><td>{at_html(run.started_at, now, zone)}</td></tr>"
              f"<tr><th>finished</th><td>{at_html(run.finished_at, now, zone)}</td></tr>")
     return f'<table id="what">{rows}</table>'
+
+
+def usage_words(run: Run) -> str:
+    """What the run's tree used: ``CPU 1.2s user, 0.3s system; peak memory 240 MiB``."""
+    if run.cpu_user_ms is None and run.max_rss_kb is None:
+        return "-"
+    cpu = "-" if run.cpu_user_ms is None else \
+        f"{run.cpu_user_ms / 1000:g}s user, {(run.cpu_system_ms or 0) / 1000:g}s system"
+    return f"CPU {cpu}; peak memory {memory_text(run.max_rss_kb)}"
 
 
 def attempt_html(a: RunAttempt, now: datetime, zone: tzinfo | None) -> str:

@@ -190,7 +190,7 @@ def _status(names: list[str] | None, since: str, as_json: bool, output_format: s
     opened = ledger(db, read_only=True)
     try:
         if len(names) == 1 and output_format == "table" and not (as_json or check or textfile):
-            runs = opened.runs(one_job(opened, names[0], host), 60, since_at)
+            runs = opened.with_usage(opened.runs(one_job(opened, names[0], host), 60, since_at))
             report.render_runs(runs, taken, opened.attempts(runs, taken))
             return 0
         jobs = jobs_shown(opened, names, host)
@@ -251,7 +251,7 @@ def history(name: str, limit: int, as_json: bool, host: str | None, db: str | No
     opened = ledger(db, read_only=True)
     try:
         name = one_job(opened, name, host)
-        runs = opened.runs(name, limit)
+        runs = opened.with_usage(opened.runs(name, limit))
         if not runs and opened.job_info(name) is None:
             raise UsageError(f"{name}: no such job in this ledger (check the name with "
                              "cronwrap status)")

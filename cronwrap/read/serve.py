@@ -642,6 +642,7 @@ class Dashboard:
         def work(ledger: base.Ledger, now: datetime
                  ) -> tuple[list[Run], dict[int, list[RunAttempt]], datetime] | None:
             runs = ledger.runs(name, count + 1, before=None if before is None else int(before))
+            runs = ledger.with_usage(runs[:count]) + runs[count:]
             if not runs and ledger.job_info(name) is None:
                 return None
             return runs, ledger.attempts(runs[:count], now), now
@@ -680,6 +681,7 @@ class Dashboard:
                 shown = ledger.runs(name, PAGE_SIZE + 1, before=before)
                 above = shown[0].run_id if shown else before - 1
                 newer = ledger.runs_after(name, above, PAGE_SIZE + 1)
+            shown = ledger.with_usage(shown[:PAGE_SIZE]) + shown[PAGE_SIZE:]
             reports = self.reports(ledger, now, [name])
             return (reports[0] if reports else None), chart, shown, newer, now
 
@@ -705,6 +707,7 @@ class Dashboard:
             run = ledger.get_run(name, int(run_id))
             if run is None:
                 return None
+            run = ledger.with_usage([run])[0]
             info = ledger.job_info(name)
             earlier = ledger.attempts([run], now).get(run.run_id, [])[:-1]
             return run, earlier, info.tz if info else None, now

@@ -625,6 +625,8 @@ MONITORING: tuple[Block, ...] = (
     "last run was recorded `warning` (the reason, `too_fast`, or the exit status, is shown), "
     "when the job has `--slow-factor` *F* and its last run took more than *F* times the 95th "
     "percentile of the successful runs before it (at least 5 among its last 50: `slow`), "
+    "when the job has `--memory-factor` *F* and its last run's peak memory was more than *F* "
+    "times the 95th percentile of those runs' peaks (`memory: peak …`), "
     "or when the last run's firing was more than "
     f"{LATE_GRACE} away from its slot (the host's clock, zone or crontab line is off; an "
     "`@reboot` catch-up counts too); `ok` otherwise. Health describes the present: slots "
