@@ -187,6 +187,15 @@ class Ledger(ABC):
         """
 
     @abstractmethod
+    def with_usage(self, runs: Sequence[Run]) -> list[Run]:
+        """``runs``, each with what its latest attempt's job tree used (``USAGE_KEYS``:
+        CPU time, peak memory), read in one go (expansion 6); a run without a record of it,
+        or any run of a ledger without the expansion, as it is.
+
+        :raises LedgerError: nothing was read.
+        """
+
+    @abstractmethod
     def runs(self, job: str, limit: int = 50, since: datetime | None = None,
              before: int | None = None) -> list[Run]:
         """Runs of ``job``, newest first, at most ``limit``: those created since ``since``
@@ -208,6 +217,14 @@ class Ledger(ABC):
     @abstractmethod
     def get_run(self, job: str, run_id: int) -> Run | None:
         """Run ``run_id`` of ``job``; None when the job has no such run.
+
+        :raises LedgerError: nothing was read.
+        """
+
+    @abstractmethod
+    def run_by_key(self, job: str, run_key: str) -> Run | None:
+        """The row of ``job``'s slot ``run_key`` (one look-up along the unique key); None
+        when the slot has none (``why``).
 
         :raises LedgerError: nothing was read.
         """

@@ -15,7 +15,7 @@ from cronwrap.errors import LedgerError
 from cronwrap.ledger.base import Ledger
 from cronwrap.model import (DONE_STATUSES, Alert, AlertState, Claim, ClaimRequest, Finish,
                             JobInfo, JobSummary, Pause, Reason, Run, RunAttempt, RunTally,
-                            SlotHistory, Status, Step, StepStart, Trigger, STEP_RUN,
+                            SlotHistory, Status, Step, StepStart, Trigger, STEP_RUN, USAGE_KEYS,
                             step_action)
 from cronwrap.record import TYPE_CHECKING
 
@@ -31,6 +31,7 @@ _TIME_COLUMNS = ("scheduled_at", "locked_until", "started_at", "finished_at")
 NO_RUN_ID = 2**62  # above every run id: "before" it is every run
 PAUSES = 3  # the expansion that holds the pauses (cronwrap pause)
 STEPS = 5  # the expansion that holds the steps (cronwrap step)
+USAGE = 6  # the expansion that holds what each attempt's tree used (CPU, memory)
 
 
 def _version_number(value: object) -> int | None:
@@ -198,13 +199,18 @@ class SqlLedger(Ledger):
     def finish(self, run: Run, result: Finish, wait: float | None = None) -> bool:
         with self._tx() as cur:
             now = self._db_now(cur)
-            return self._exec(
+            done = self._exec(
                 cur, "finish", **self._owner(run), now=now, status=result.status,
                 skip_reason=result.skip_reason, duration_ms=result.duration_ms,
                 exit_code=result.exit_code, signal=result.signal,
                 timed_out=self._bool(result.timed_out), error_tail=result.error_tail,
                 log_path=result.log_path,
             ) == 1
+            if done and self.expanded >= USAGE:  # in the finish's transaction (expansion 6)
+                self._exec(cur, "record_usage", id=run.run_id, attempt=run.attempt,
+                           cpu_user_ms=result.cpu_user_ms, cpu_system_ms=result.cpu_system_ms,
+                           max_rss_kb=result.max_rss_kb)
+            return done
 
     def record_superseded(self, run: Run, result: Finish, wait: float | None = None) -> None:
         with self._tx() as cur:
@@ -223,23 +229,39 @@ class SqlLedger(Ledger):
 
     def attempts(self, runs: Sequence[Run], now: datetime) -> dict[int, list[RunAttempt]]:
         rows: list[Row] = []
+        used: dict[tuple[int, int], Row] = {}
         if self.expanded >= 2 and any(r.attempt > 1 for r in runs):
             with self._tx(write=False) as cur:
-                rows = self._all(cur, "attempts_of_runs",
-                                 ids=self._ids([r.run_id for r in runs if r.attempt > 1]))
+                ids = self._ids([r.run_id for r in runs if r.attempt > 1])
+                rows = self._all(cur, "attempts_of_runs", ids=ids)
+                if self.expanded >= USAGE:
+                    used = {(u["run_id"], u["attempt"]): u
+                            for u in self._all(cur, "usage_of_runs", ids=ids)}
         found: dict[int, list[RunAttempt]] = {r.run_id: [] for r in runs}
         latest = {r.run_id: r.attempt for r in runs}
         for row in rows:
             if row["attempt"] < latest.get(row["run_id"], 0):
+                usage = used.get((row["run_id"], row["attempt"]), {})
                 found[row["run_id"]].append(RunAttempt(
                     row["run_id"], row["attempt"], row["status"], row["reason"], row["host"],
                     row["fence"], self._from_db(row["started_at"]),
                     self._from_db(row["finished_at"]), row["duration_ms"], row["exit_code"],
-                    row["signal"]))
+                    row["signal"], *(usage.get(k) for k in USAGE_KEYS)))
         for run in runs:
             if run.attempt > 0:
                 found[run.run_id].append(RunAttempt.of_run(run, now))
         return found
+
+    def with_usage(self, runs: Sequence[Run]) -> list[Run]:
+        """``runs`` with what their latest attempts' trees used (expansion 6); as they are
+        from a ledger without it. One read for them all."""
+        if self.expanded < USAGE or not runs:
+            return list(runs)
+        with self._tx(write=False) as cur:
+            rows = self._all(cur, "usage_of_runs", ids=self._ids([r.run_id for r in runs]))
+        used = {(row["run_id"], row["attempt"]): row for row in rows}
+        return [r.replace(**{k: row[k] for k in USAGE_KEYS})
+                if (row := used.get((r.run_id, r.attempt))) is not None else r for r in runs]
 
     def runs(self, job: str, limit: int = 50, since: datetime | None = None,
              before: int | None = None) -> list[Run]:
@@ -261,6 +283,11 @@ class SqlLedger(Ledger):
     def get_run(self, job: str, run_id: int) -> Run | None:
         with self._tx(write=False) as cur:
             row = self._one(cur, "run_by_id", job=job, id=run_id)
+        return self._run(row) if row else None
+
+    def run_by_key(self, job: str, run_key: str) -> Run | None:
+        with self._tx(write=False) as cur:
+            row = self._one(cur, "run_by_key", job=job, run_key=run_key)
         return self._run(row) if row else None
 
     def summaries(self, since: datetime, jobs: list[str] | None = None) -> list[JobSummary]:

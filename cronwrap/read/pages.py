@@ -20,7 +20,8 @@ from urllib.parse import quote, urlencode
 
 from cronwrap import __version__
 from cronwrap.errors import CHECK_CRITICAL
-from cronwrap.model import Run, RunAttempt, Status, Step, iso, job_host, shown_job
+from cronwrap.model import (Run, RunAttempt, Status, Step, iso, job_host, memory_text, shown_job,
+                            usage_text)
 from cronwrap.options.durations import format_duration
 from cronwrap.read.monitoring import HEALTH_STATES
 from cronwrap.read.picture import MARKS, Picture, history_picture
@@ -30,6 +31,7 @@ from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.textsafe import safe_text
 
 if TYPE_CHECKING:
+    from cronwrap.read.why import Story
     from cronwrap.schedule import Explanation
 
 REFRESH_OVERVIEW = 30  # seconds: the overview reloads itself (no JavaScript needed)
@@ -377,6 +379,10 @@ def job_page(rep: JobReport | None, name: str, runs: list[Run], chart_runs: list
     if failure is not None:
         parts.append(last_failure_html(name, *failure, now, root, zone))
     parts.append(schedule_html(rep, explanation, words))
+    if rep is not None and rep.summary.schedule:
+        parts.append(f'<form method="get" action="{h(job_href(root, name))}/why"><label>Why '
+                     'did a slot (not) run? <input name="at" placeholder="2026-12-05T01:30 or '
+                     '2026-12-05"></label> <button>tell</button></form>')
     parts.append("<h2>Durations, by slot</h2>" + chart_svg(chart_runs, rep, now, zone))
     if chart_runs:
         parts.append(f'<pre class="strip">{picture_html(history_picture(chart_runs, 60, now))}</pre>')
@@ -420,14 +426,15 @@ def runs_table(base: str, runs: list[Run], now: datetime, pager: Pager,
                zone: tzinfo | None = None) -> str:
     """``base``: the link to the job's page. Start times in ``zone`` and relative."""
     head = ("<tr><th>run</th><th>slot</th><th>trigger</th><th>status</th><th>attempt</th>"
-            f"<th>host</th><th>started ({h(zone_label(zone))})</th><th>duration</th><th>exit</th></tr>")
+            f"<th>host</th><th>started ({h(zone_label(zone))})</th><th>duration</th><th>exit</th>"
+            "<th>cpu+sys mem</th></tr>")
     rows = []
     for r in runs:
         href = f"{base}/runs/{r.run_id}"
         cells = [f'<a href="{h(href)}">{r.run_id}</a>', f'<span class="mono">{h(r.run_key)}</span>',
                  h(r.trigger), status_html(r, now), str(r.attempt), h(r.host or "-"),
                  at_html(r.started_at, now, zone), h(duration_text(r)),
-                 h("-" if r.exit_code is None else r.exit_code)]
+                 h("-" if r.exit_code is None else r.exit_code), h(usage_text(r))]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     nav = []
     if pager.newer:  # an older page: the newest runs are a page or more away
@@ -531,6 +538,7 @@ def what_html(run: Run, now: datetime, zone: tzinfo | None, earlier: list[RunAtt
     facts = [
         ("took", "still running" if running else duration_text(run)),
         ("exit", "-" if run.exit_code is None else str(run.exit_code)),
+        ("used", usage_words(run)),
         ("host", (run.host or "-") + (f" (pid {run.pid})" if run.pid else "")),
         ("attempt", str(run.attempt)),
         ("trigger", trigger_words(run.trigger)),
@@ -563,6 +571,15 @@ def steps_html(run: Run, steps: list[Step], now: datetime, zone: tzinfo | None) 
     return ('<h2>Steps</h2><table id="steps"><tr><th>step</th><th>status</th><th>attempt</th>'
             "<th>host</th><th>started</th><th>took</th><th>exit</th><th>fence</th></tr>"
             + "".join(rows) + "</table>")
+
+
+def usage_words(run: Run) -> str:
+    """What the run's tree used: ``CPU 1.2s user, 0.3s system; peak memory 240 MiB``."""
+    if run.cpu_user_ms is None and run.max_rss_kb is None:
+        return "-"
+    cpu = "-" if run.cpu_user_ms is None else \
+        f"{run.cpu_user_ms / 1000:g}s user, {(run.cpu_system_ms or 0) / 1000:g}s system"
+    return f"CPU {cpu}; peak memory {memory_text(run.max_rss_kb)}"
 
 
 def attempt_html(a: RunAttempt, now: datetime, zone: tzinfo | None) -> str:
@@ -604,6 +621,25 @@ def events_table(events: list[dict[str, object]]) -> str:
 
 
 # -- errors ------------------------------------------------------------------------------------
+
+def why_page(story: Story, at: str | None, site: Site = Site(), root: str = "../../") -> str:
+    """``why NAME --at WHEN``'s story, a form to ask about another slot, and a link to the
+    slot's run. Every word of it is escaped: the time asked is the client's."""
+    job = story.facts.job
+    href = job_href(root, job)
+    parts = [f'<h1><a href="{h(href)}">{h(shown_job(job))}</a>: why?</h1>',
+             f'<form method="get" action="{h(href)}/why"><label>slot <input name="at" '
+             f'value="{h(at or "")}" placeholder="2026-12-05T01:30 or 2026-12-05"></label> '
+             '<button>tell</button> <span class="muted">(a time or a date in the job\'s zone; '
+             'empty: the next slot)</span></form>',
+             f'<p id="verdict"><span class="{h(style_class(story.status or story.verdict))}">'
+             f"{h(story.verdict)}</span></p>",
+             '<div id="story">' + "".join(f"<p>{h(line)}</p>" for line in story.lines) + "</div>"]
+    row = story.facts.row
+    if row is not None:
+        parts.append(f'<p><a href="{h(href)}/runs/{row.run_id}">run {row.run_id}</a></p>')
+    return document(f"{shown_job(job)}: why", root, "".join(parts), None, site)
+
 
 def problem_page(status: int, title: str, detail: str, site: Site = Site(),
                  root: str = "./") -> str:

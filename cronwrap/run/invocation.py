@@ -137,7 +137,7 @@ class Invocation:
 
 def job_settings(spec: JobSpec) -> str | None:
     """What prune must respect, kept with the job (JSON): the catch-up policy and window, and
-    the job's own --log-dir; and what status must know: --slow-factor."""
+    the job's own --log-dir; and what status must know: --slow-factor, --memory-factor."""
     settings: dict[str, object] = {}
     if spec.schedule is not None and spec.catchup != "none":
         settings.update(catchup=spec.catchup, catchup_window=spec.catchup_window)
@@ -145,6 +145,8 @@ def job_settings(spec: JobSpec) -> str | None:
         settings["log_dir"] = str(spec.log_dir)
     if spec.slow_factor:
         settings["slow_factor"] = spec.slow_factor
+    if spec.memory_factor:
+        settings["memory_factor"] = spec.memory_factor
     # and what `watch` must know: when a failing streak alerts, when a live run is stuck
     if spec.alert_after != 1:
         settings["alert_after"] = spec.alert_after

@@ -53,6 +53,8 @@ def test_job_names_come_from_the_ledger(jobs):
                                                         "settle"]
     assert complete(jobs, "cronwrap logs cl") == ["cleanup-tmp"]
     assert complete(jobs, "cronwrap pause se") == ["settle"]
+    assert complete(jobs, "cronwrap why se") == ["settle"]
+    assert complete(jobs, "cronwrap why settle --a") == ["--at"]
     assert complete(jobs, "cronwrap run -n b") == ["backup.db"]
     assert "rotate" in complete(jobs, "cronwrap status r")  # a host job, by its name
 

@@ -661,3 +661,15 @@ def test_steps_are_fenced_kept_across_attempts_and_pruned_with_their_run(ledger,
     ledger.prune(datetime.fromtimestamp(clock.t - 86400, timezone.utc), 0)
     assert ledger.step_state(second.run_id, second.run_key, "b") == (None, None)
     assert ledger.steps([second]) == {second.run_id: []}
+
+
+def test_run_by_key_finds_the_slot_s_row_and_only_its_job_s(ledger):
+    """``why``'s one look-up along the unique key (job, run_key)."""
+    run = ledger.claim(req("k1")).run
+    ledger.finish(run, done("failed", 3))
+    ledger.claim(req("k1", job="other"))
+    found = ledger.run_by_key("settle", "k1")
+    assert (found.run_id, found.status, found.exit_code) == (run.run_id, "failed", 3)
+    assert ledger.run_by_key("other", "k1").run_id != run.run_id
+    assert ledger.run_by_key("settle", "k2") is None
+    assert ledger.run_by_key("nosuch", "k1") is None

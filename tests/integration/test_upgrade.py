@@ -581,3 +581,43 @@ def test_a_job_the_previous_release_runs_can_use_cronwrap_step(tmp_path, previou
     assert done.read_text() == "a\n" and b"already succeeded in this slot" in second.stderr
     (run,) = new.json("history", "stepcompat", "--json", env={"CRONWRAP_DB": db})
     assert [(s["step"], s["attempt"]) for s in run["steps"]] == [("a", 1)]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres",
+                                                            marks=pytest.mark.postgres)])
+def test_what_a_tree_used_is_kept_per_attempt_beside_the_previous_release(
+        backend, previous, home, tmp_path, request):
+    """Expansion 6 (issue 26 §2) on a ledger both releases use: this release's attempt keeps
+    its CPU and memory; the previous release's retry of the slot (which knows nothing of them)
+    leaves the run with none, never the earlier attempt's; both releases read the ledger, and
+    a deleted run (prune) takes its figures with it."""
+    new, old = wrappers(home, previous)
+    db = request.getfixturevalue("pg_dsn") if backend == "postgres" else \
+        f"sqlite://{tmp_path / 'ledger.db'}"
+    old("db", "init", "--db", db, check_rc=0)
+    new("db", "upgrade", "--db", db, check_rc=0)
+    new("run", "--db", db, *COMPAT_JOB, "--date", "2026-03-01", "--", "sh", "-c", "exit 3")
+    first = new.json("history", "compat", "--json", "--db", db)[0]
+    assert first["status"] == "failed" and first["max_rss_kb"] > 0 \
+        and first["cpu_user_ms"] is not None, first
+    old("run", "--db", db, *COMPAT_JOB, "--date", "2026-03-01", "--", "true", check_rc=0)
+    (run,) = new.json("history", "compat", "--json", "--db", db)
+    assert (run["status"], run["attempt"], run["max_rss_kb"]) == ("succeeded", 2, None), run
+    assert [(a["attempt"], a["max_rss_kb"]) for a in run["attempts"]] == [
+        (1, first["max_rss_kb"]), (2, None)]
+    assert old.json("history", "compat", "--json", "--db", db)[0]["attempt"] == 2
+    new("run", "--db", db, *COMPAT_JOB, "--date", "2026-03-02", "--", "true", check_rc=0)
+    assert new.json("history", "compat", "--json", "--db", db)[0]["max_rss_kb"] > 0
+    # prune deletes runs rows: their figures go with them (a trigger; PostgreSQL's foreign key)
+    if backend == "sqlite":
+        import sqlite3
+
+        with sqlite3.connect(db[len("sqlite://"):]) as conn:
+            conn.execute("DELETE FROM runs")
+        left = sqlite3.connect(db[len("sqlite://"):]).execute(
+            "SELECT count(*) FROM usage").fetchone()[0]
+    else:
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("DELETE FROM cronwrap_runs")
+            left = conn.execute("SELECT count(*) FROM cronwrap_usage").fetchone()[0]
+    assert left == 0

@@ -325,6 +325,27 @@ WHERE job = %(job)s AND run_key = %(run_key)s AND step = %(step)s AND fence = %(
 -- name: steps_of_runs
 SELECT * FROM cronwrap_steps WHERE run_id = ANY(%(ids)s) ORDER BY run_id, started_at, step
 
+-- name: expansion_6
+-- What each attempt's job tree used (issue 26 section 2): CPU time, user and system, in ms,
+-- and the peak resident memory of its largest process in KiB, from the keeper's getrusage
+-- (the tree's subreaper, so daemons that left the session count). Keyed by (run id,
+-- attempt): a retry or a takeover adds a row, and the runs row holds only the latest attempt.
+-- The finish writes it in the same statement (one round trip, see finish). A table of its own,
+-- not columns of cronwrap_runs: the previous release's claims and finishes, which know nothing
+-- of it, can never leave one attempt's figures on another's row. Prune deletes a run's usage
+-- with the run (the foreign key); a ledger without it reads no usage.
+CREATE TABLE IF NOT EXISTS cronwrap_usage (
+  run_id bigint NOT NULL REFERENCES cronwrap_runs (id) ON DELETE CASCADE,
+  attempt integer NOT NULL,
+  cpu_user_ms bigint,
+  cpu_system_ms bigint,
+  max_rss_kb bigint,
+  PRIMARY KEY (run_id, attempt)
+);
+
+-- name: usage_of_runs
+SELECT * FROM cronwrap_usage WHERE run_id = ANY(%(ids)s)
+
 -- name: alerts_since
 -- Open alerts, and those closed since a time, each with the sends it has had (one row per
 -- send; none for an alert not sent anywhere yet).
@@ -680,6 +701,10 @@ WHERE id = %(id)s AND fence = %(fence)s AND status = 'running'
   AND host = %(host)s AND pid = %(pid)s AND pid_start = %(pid_start)s
 
 -- name: finish
+-- The run's end, and what its tree used (expansion 6) in the same statement: the usage row
+-- is written only when the update matched, so the statement's row count (1, or 0: the slot
+-- was taken over) is the update's.
+WITH ended AS (
 UPDATE cronwrap_runs SET
   status = %(status)s, skip_reason = %(skip_reason)s, finished_at = coalesce(%(now)s, now()),
   duration_ms = %(duration_ms)s, exit_code = %(exit_code)s, signal = %(signal)s,
@@ -688,6 +713,12 @@ UPDATE cronwrap_runs SET
 WHERE id = %(id)s AND fence = %(fence)s AND status = 'running'
   AND job = %(job)s AND run_key = %(run_key)s
   AND host = %(host)s AND pid = %(pid)s AND pid_start = %(pid_start)s
+RETURNING id, attempts)
+INSERT INTO cronwrap_usage AS u (run_id, attempt, cpu_user_ms, cpu_system_ms, max_rss_kb)
+SELECT id, attempts, %(cpu_user_ms)s::bigint, %(cpu_system_ms)s::bigint, %(max_rss_kb)s::bigint
+FROM ended
+ON CONFLICT (run_id, attempt) DO UPDATE SET cpu_user_ms = excluded.cpu_user_ms,
+  cpu_system_ms = excluded.cpu_system_ms, max_rss_kb = excluded.max_rss_kb
 
 -- name: runs_of_job
 -- The newest runs created since a time, newest first by creation: backwards along

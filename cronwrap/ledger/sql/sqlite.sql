@@ -260,6 +260,32 @@ WHERE job = :job AND run_key = :run_key AND step = :step AND fence = :fence
 SELECT * FROM steps WHERE run_id IN (SELECT value FROM json_each(:ids))
 ORDER BY run_id, started_at, step
 
+-- name: expansion_6
+-- What each attempt's job tree used, as postgres.sql's expansion_6 says: CPU time (user,
+-- system) and peak memory, keyed by (run id, attempt), written with the finish in its
+-- transaction (record_usage). A run row deleted by prune takes its usage with it.
+CREATE TABLE IF NOT EXISTS usage (
+  run_id INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  cpu_user_ms INTEGER,
+  cpu_system_ms INTEGER,
+  max_rss_kb INTEGER,
+  PRIMARY KEY (run_id, attempt)
+);
+CREATE TRIGGER IF NOT EXISTS runs_usage_pruned AFTER DELETE ON runs
+BEGIN
+  DELETE FROM usage WHERE run_id = OLD.id;
+END;
+
+-- name: record_usage
+INSERT INTO usage (run_id, attempt, cpu_user_ms, cpu_system_ms, max_rss_kb)
+VALUES (:id, :attempt, :cpu_user_ms, :cpu_system_ms, :max_rss_kb)
+ON CONFLICT (run_id, attempt) DO UPDATE SET cpu_user_ms = excluded.cpu_user_ms,
+  cpu_system_ms = excluded.cpu_system_ms, max_rss_kb = excluded.max_rss_kb
+
+-- name: usage_of_runs
+SELECT * FROM usage WHERE run_id IN (SELECT value FROM json_each(:ids))
+
 -- name: alerts_since
 SELECT a.*, s.notifier, s.phase, s.sent_at
 FROM alerts a LEFT JOIN alert_sends s ON s.key = a.key AND s.sent_at IS NOT NULL
