@@ -337,7 +337,8 @@ def step_cells(step: Step, run: Run, now: datetime) -> list[Cell]:
     return _cells("", cell(f"step {step.key}"), "", cell(shown, _COLOURS.get(shown, "white")),
                   str(step.attempt), step.host or "-", ago(step.started_at, now),
                   "-" if step.duration_ms is None else format_duration(step.duration_ms / 1000),
-                  "-" if step.exit_code is None else str(step.exit_code), str(step.fence))
+                  "-" if step.exit_code is None else str(step.exit_code), str(step.fence),
+                  "")  # a step's usage is in its attempt's
 
 
 def run_json(run: Run | None, now: datetime) -> dict[str, object] | None:
