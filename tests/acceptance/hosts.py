@@ -34,4 +34,7 @@ def kill_runner(host: Host, job: str, sig: int) -> None:
     """Signal a runner at once: its wrapper and its job's process group."""
     pid, _, job_pid, _ = host.lock_holder(job)
     os.kill(pid, sig)
-    os.killpg(job_pid, sig)
+    try:
+        os.killpg(job_pid, sig)
+    except ProcessLookupError:  # the wrapper's keeper, seeing it gone, has ended the job first
+        pass

@@ -54,7 +54,7 @@ def test_output_that_is_slow_to_redact_never_delays_the_timeout(cw):
               *adversarial_job(60), timeout=120)
     took = time.monotonic() - started
     assert proc.returncode == 124, proc.stderr[-2000:]
-    assert took < 3.0
+    assert took < 30  # the job writes for 60 s: a supervisor held by the redaction waits for it
     (run,) = history(cw, "adv")
     assert (run["status"], run["exit_code"]) == ("timeout", 124)
 

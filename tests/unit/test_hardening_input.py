@@ -78,8 +78,8 @@ def test_a_duration_too_large_is_its_own_error(text):
     assert parse_duration("3650d") == TEN_YEARS
 
 
-def test_the_limits_are_timeout_kill_after_and_wait_timeout():
-    assert [o.name for o in LIMITS] == ["wait-timeout", "timeout", "kill-after"]
+def test_the_limits_are_timeout_kill_after_wait_timeout_and_max_cpu():
+    assert [o.name for o in LIMITS] == ["wait-timeout", "timeout", "kill-after", "max-cpu"]
 
 
 @pytest.mark.parametrize("opt", LIMITS, ids=lambda o: o.name)
