@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${CRONWRAP_VENV:-.venv}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
+"$venv/bin/python" -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test]'
 source tests/pg_env.sh
 trap pg_stop_throwaway EXIT
 # Without one, its tests are skipped; under CI=true the run fails instead, with one line.
