@@ -89,7 +89,10 @@ def freeze(venv: Path, out: Path) -> Path:
     args: list[str | Path] = [
         venv / "bin" / "pyinstaller", "--noconfirm", "--onedir", "--name", "cronwrap",
         "--log-level", "WARN", "--distpath", dist, "--workpath", out / "work",
-        "--specpath", out / "work", "--collect-data", "cronwrap"]
+        "--specpath", out / "work", "--collect-data", "cronwrap",
+        # zoneinfo reads the host's /usr/share/zoneinfo first, then the tzdata package: a host
+        # without the tzdata package still knows every zone
+        "--hidden-import", "tzdata", "--collect-data", "tzdata"]
     for name in COLLECT_SUBMODULES:
         args += ["--collect-submodules", name]
     for name in EXCLUDE:
@@ -211,8 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     bundle = freeze(venv, out)
     log(f"self-contained build: {bundle} (needs glibc >= {glibc_needed(bundle)})")
     if not options.no_deb:
-        log(f"Debian package: {debian_package(bundle, out, options.maintainer,
-                                                     options.compression)}")
+        deb = debian_package(bundle, out, options.maintainer, options.compression)
+        log(f"Debian package: {deb}")
     log(f"done in {time.monotonic() - started:.0f} s")
     return 0
 
