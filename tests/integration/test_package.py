@@ -7,15 +7,8 @@ the documented command (``python3 -m tools.build``), then:
 - the package installed with ``dpkg --root`` into a root that has no Python, run there, and
   removed.
 
-Why ``dpkg --root`` into a root made here, rather than debootstrap: debootstrap fetches ~120 MB
-of packages per run, minutes on this 2-core machine, and fails without the network; a root
-made of what a Debian host always has (libc6, whose files are copied from this host and
-recorded in the root's dpkg database, so that the package's ``Depends: libc6`` is checked
-for real; dash as /bin/sh for the maintainer scripts; the few coreutils a job here runs) and
-of man-db (for ``man -w``) takes a second and proves the point: no python3 anywhere in it.
-dpkg runs the maintainer scripts chrooted into that root, as it does for a chroot or a
-container's image. The commands run in ``chroot`` inside a private mount namespace with /proc
-and /dev mounted (cronwrap reads /proc, as on any host), undone when it exits.
+The root and why it is made rather than debootstrapped: tools/cleanroot.py (libc6 recorded in
+its dpkg database, dash, a few coreutils, man-db; no python3).
 """
 
 from __future__ import annotations
@@ -32,13 +25,10 @@ from pathlib import Path
 import pytest
 
 from tests.needs import missing
+from tools.cleanroot import dpkg, in_root, make_root
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "build" / "package"
-# Host programs copied into the root with their shared libraries: the shell of the
-# maintainer scripts and of `sh -c`, what the jobs and the checks below run, and man-db.
-PROGRAMS = ["/bin/sh", "/bin/dash", "/usr/bin/true", "/usr/bin/false", "/usr/bin/ls",
-            "/usr/bin/cat", "/usr/bin/id", "/usr/bin/env", "/usr/bin/man"]
 
 
 class Built:
@@ -151,88 +141,6 @@ def fetch(url: str, token: str) -> str:
 
 
 # -- the Debian package in a root without Python ----------------------------------------------
-
-def copy_in(root: Path, path: str) -> None:
-    """A host file at the same place in root (a symlink stays one), parents made through the
-    root's own merged-/usr links."""
-    source = Path(path)
-    target = root / path.lstrip("/")
-    if target.exists() or target.is_symlink():
-        return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if source.is_symlink():
-        target.symlink_to(os.readlink(source))
-        copy_in(root, str(source.parent.resolve() / os.readlink(source))
-                if not os.path.isabs(os.readlink(source)) else os.readlink(source))
-    elif source.is_dir():
-        target.mkdir(exist_ok=True)
-    elif source.is_file():
-        shutil.copy2(source, target)
-
-
-def libraries(program: str) -> list[str]:
-    listed = subprocess.run(["ldd", program], capture_output=True, text=True).stdout
-    found = []
-    for line in listed.splitlines():
-        parts = line.split()
-        for part in parts:
-            if part.startswith("/"):
-                found.append(part)
-    return found
-
-
-def make_root(root: Path) -> None:
-    for link, to in (("bin", "usr/bin"), ("lib", "usr/lib"), ("lib64", "usr/lib64"),
-                     ("sbin", "usr/sbin")):
-        (root / to).mkdir(parents=True, exist_ok=True)
-        (root / link).symlink_to(to)
-    for folder in ("etc", "tmp", "proc", "dev", "run/lock", "var/lib/dpkg/info",
-                   "var/lib/dpkg/updates", "var/lib/dpkg/triggers", "root", "var/cache/man",
-                   "var/log"):
-        (root / folder).mkdir(parents=True, exist_ok=True)
-    (root / "tmp").chmod(0o1777)
-    # libc6, whole and recorded: the package's Depends is checked against it
-    files = subprocess.run(["dpkg", "-L", "libc6"], capture_output=True, text=True,
-                           check=True).stdout.split()
-    for path in files:
-        if path != "/." and os.path.lexists(path):
-            copy_in(root, path)
-    status = Path("/var/lib/dpkg/status").read_text().split("\n\n")
-    libc6 = [s for s in status if s.startswith("Package: libc6\n")
-             and "Architecture: amd64" in s or s.startswith("Package: libc6\n")]
-    (root / "var/lib/dpkg/status").write_text(libc6[0].strip() + "\n\n")
-    (root / "var/lib/dpkg/available").write_text("")
-    for program in PROGRAMS:
-        copy_in(root, program)
-        for library in libraries(program):
-            copy_in(root, library)
-    for path in ("/etc/manpath.config", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
-                 "/etc/hostname"):
-        if os.path.exists(path):
-            copy_in(root, path)
-    for path in Path("/usr/lib/man-db").glob("*"):
-        copy_in(root, str(path))
-        if path.suffix == ".so" or ".so" in path.name:
-            for library in libraries(str(path)):
-                copy_in(root, library)
-    (root / "usr/share/man").mkdir(parents=True, exist_ok=True)
-
-
-def in_root(root: Path, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """argv chrooted into root, in a private mount namespace with /proc and /dev mounted."""
-    script = ('mount -t proc proc "$0/proc" && mount --rbind /dev "$0/dev" && '
-              'exec chroot "$0" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/root LANG=C.UTF-8 "$@"')
-    return subprocess.run(["unshare", "--mount", "--fork", "--propagation", "private",
-                           "sh", "-c", script, str(root), *argv],
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def dpkg(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-           "LANG": "C.UTF-8"}
-    return subprocess.run(["dpkg", f"--root={root}", *args], capture_output=True, text=True,
-                          env=env, timeout=300)
-
 
 def test_the_package_installs_runs_and_removes_in_a_root_without_python(built: Built,
                                                                          tmp_path: Path) -> None:
