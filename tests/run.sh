@@ -22,5 +22,6 @@ pgbouncer_ensure || missing PgBouncer
 chromium_ensure || missing chromium
 prometheus_ensure || missing Prometheus
 locales_ensure || missing "ISO-8859-1 locale"
+packaging_ensure || missing "package"
 export PATH="$PWD/$venv/bin:$PATH"
 "$venv/bin/python" -m pytest "$@"
