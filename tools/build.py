@@ -44,8 +44,9 @@ MAINTAINER = "cronwrap maintainers <cronwrap@example.org>"
 # schedule package's lazy attributes) or that a dependency loads lazily (rich's Unicode width
 # tables, by version): PyInstaller's analysis does not follow strings.
 COLLECT_SUBMODULES = ["cronwrap", "rich._unicode_data"]
-# readline is GPL-3 and only serves an interactive prompt, which cronwrap never shows.
-EXCLUDE = ["readline", "tkinter", "pydoc", "pytest", "hypothesis", "mypy"]
+# readline is GPL-3 and only serves an interactive prompt, which cronwrap never shows;
+# multiprocessing is never used, and its runtime hook would import it at every start (~14 ms).
+EXCLUDE = ["readline", "multiprocessing", "tkinter", "pydoc", "pytest", "hypothesis", "mypy"]
 
 
 def log(message: str) -> None:
@@ -82,23 +83,42 @@ def build_venv(out: Path, python: str) -> Path:
     return venv
 
 
+SPEC = """\
+# Written by tools/build.py for this build; not kept in the checkout.
+from PyInstaller.utils.hooks import collect_data_files, collect_submodules
+
+# tzdata: zoneinfo reads the host's /usr/share/zoneinfo first, then this package, so a host
+# without Debian's tzdata still knows every zone
+hiddenimports = ["tzdata"]
+for name in {collect_submodules!r}:
+    hiddenimports += collect_submodules(name)
+datas = collect_data_files("cronwrap") + collect_data_files("tzdata")
+a = Analysis([{entry!r}], hiddenimports=hiddenimports, datas=datas, excludes={exclude!r})
+# Runtime hooks that each firing would pay for (issue 24 §1's budget): pyi_rth_inspect imports
+# inspect (~15 ms) so that inspect can read frozen sources, pyi_rth_pkgutil imports pkgutil
+# and zipfile (~18 ms) so that pkgutil.iter_modules sees the archive; cronwrap and its
+# dependencies need neither (every command runs in tests/integration/test_package.py).
+a.scripts = [s for s in a.scripts if s[0] not in {dropped!r}]
+pyz = PYZ(a.pure)
+exe = EXE(pyz, a.scripts, [], exclude_binaries=True, name="cronwrap", console=True, upx=False)
+COLLECT(exe, a.binaries, a.datas, upx=False, name="cronwrap")
+"""
+DROPPED_RUNTIME_HOOKS = ("pyi_rth_inspect", "pyi_rth_pkgutil")
+
+
 def freeze(venv: Path, out: Path) -> Path:
     """PyInstaller's one-folder build of the installed cronwrap, in out/dist/cronwrap."""
     dist = out / "dist"
     shutil.rmtree(dist / "cronwrap", ignore_errors=True)
-    args: list[str | Path] = [
-        venv / "bin" / "pyinstaller", "--noconfirm", "--onedir", "--name", "cronwrap",
-        "--log-level", "WARN", "--distpath", dist, "--workpath", out / "work",
-        "--specpath", out / "work", "--collect-data", "cronwrap",
-        # zoneinfo reads the host's /usr/share/zoneinfo first, then the tzdata package: a host
-        # without the tzdata package still knows every zone
-        "--hidden-import", "tzdata", "--collect-data", "tzdata"]
-    for name in COLLECT_SUBMODULES:
-        args += ["--collect-submodules", name]
-    for name in EXCLUDE:
-        args += ["--exclude-module", name]
+    work = out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    spec = work / "cronwrap.spec"
+    spec.write_text(SPEC.format(collect_submodules=COLLECT_SUBMODULES,
+                                entry=str(PACKAGING / "entry.py"), exclude=EXCLUDE,
+                                dropped=DROPPED_RUNTIME_HOOKS))
     # from outside the checkout, so that the installed package is analysed, not ./cronwrap
-    run(*args, PACKAGING / "entry.py", cwd=out)
+    run(venv / "bin" / "pyinstaller", "--noconfirm", "--log-level", "WARN", "--distpath", dist,
+        "--workpath", work, spec, cwd=out)
     return dist / "cronwrap"
 
 
