@@ -206,8 +206,12 @@ def test_the_package_installs_runs_and_removes_in_a_root_without_python(built: B
               if not str(p).startswith(("var/lib/cronwrap", "var/log/cronwrap", "run/lock",
                                         "var/lib/dpkg", "var/cache/man", "var/log/dpkg"))}
     assert not strays, sorted(strays)[:10]
+    # as for any package with a postrm: "deinstall ok config-files" until purged, then gone
     state = dpkg(root, "-s", "cronwrap")
-    assert "Status: install ok installed" not in state.stdout, state.stdout
+    assert "Status: deinstall ok config-files" in state.stdout, state.stdout
+    purged = dpkg(root, "--purge", "cronwrap")
+    assert purged.returncode == 0, purged.stdout + purged.stderr
+    assert dpkg(root, "-s", "cronwrap").returncode != 0
 
 
 def test_the_systemd_units_are_valid_and_carry_no_secret(built: Built) -> None:
