@@ -89,3 +89,22 @@ def test_the_completion_scripts_in_the_checkout_are_cronwrap_s_own():
     assert (REPO / "completions" / "cronwrap.fish").read_text() == SCRIPTS["fish"], \
         "completions/cronwrap.fish is stale: cronwrap completion fish > completions/cronwrap.fish"
 
+
+
+def test_constraints_pin_every_distribution_the_tests_run_with():
+    """constraints.txt is what the tests ran with (tests/run.sh installs with -c): a dependency
+    added to pyproject.toml without its pin fails here, not on a host months later."""
+    frozen = subprocess.run([sys.executable, "-m", "pip", "freeze", "--exclude-editable",
+                             "--disable-pip-version-check"], capture_output=True, text=True,
+                            check=True).stdout
+
+    def canonical(line: str) -> str:
+        name, _, version = line.partition("==")
+        return f"{name.lower().replace('_', '-')}=={version.strip()}"
+
+    pinned = {canonical(line) for line in (REPO / "constraints.txt").read_text().splitlines()
+              if "==" in line and not line.startswith("#")}
+    installed = {canonical(line) for line in frozen.splitlines() if "==" in line}
+    assert installed <= pinned, (
+        f"not pinned in constraints.txt: {sorted(installed - pinned)}; regenerate it as its "
+        "header says")
