@@ -58,7 +58,7 @@ def install() -> Path:
     probe = subprocess.run([str(python), "-c", "import cronsim, typer, psycopg, waitress"], capture_output=True)
     if probe.returncode != 0:
         subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        str(REPO)], check=True)
+                        f"{REPO}[postgres]"], check=True)
     return VENV / "bin" / "cronwrap"
 
 
@@ -1194,6 +1194,73 @@ class Bench:
             meta.write_text(json.dumps({"built": time.time()}))
         return url, note
 
+    # -- packages (issue 25 §1) -------------------------------------------------------------
+
+    def package(self) -> None:
+        """The self-contained build and the Debian package (python3 -m tools.build, xz as
+        shipped) against the pip install from the checkout: build and install times, sizes,
+        and the SQLite firing of each beside the floor wrapper."""
+        sys.path.insert(0, str(REPO))
+        from tools.cleanroot import dpkg, make_root
+
+        out = self.tmp / "package"
+        build = [sys.executable, "-m", "tools.build", "--out", str(out)]
+        cold = timed_usage(build, dict(os.environ))[0] / 1000  # venv made, PyInstaller, deb
+        warm = timed_usage(build, dict(os.environ))[0] / 1000  # the venv kept
+        bundle = out / "dist" / "cronwrap"
+        (deb,) = out.glob("cronwrap_*.deb")
+        wheels = self.tmp / "wheel"
+        subprocess.run([str(out / "venv" / "bin" / "python"), "-m", "pip", "wheel", "-q",
+                        "--no-deps", "--disable-pip-version-check", str(REPO), "-w", str(wheels)],
+                       check=True, capture_output=True)
+        (wheel,) = wheels.glob("cronwrap-*.whl")
+        installs: dict[str, tuple[float, int]] = {}
+        for name, spec in (("sqlite", str(wheel)), ("postgres", f"{wheel}[postgres]")):
+            venv = self.tmp / f"venv-{name}"
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+            subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
+                            "-c", str(REPO / "constraints.txt"), spec], check=True, capture_output=True)
+            installs[name] = (time.perf_counter() - started, du(venv))
+        deb_install = None
+        if os.geteuid() == 0:
+            root = self.tmp / "root"
+            make_root(root)
+            started = time.perf_counter()
+            done = dpkg(root, "-i", str(deb))
+            deb_install = time.perf_counter() - started if done.returncode == 0 else None
+        mib = 1 << 20
+        self.row("package: build and sizes",
+                 f"`python3 -m tools.build` {cold:.0f} s (its venv made), {warm:.0f} s (kept); "
+                 f"self-contained build {du(bundle) / mib:.0f} MiB, .deb {deb.stat().st_size / mib:.1f} MiB "
+                 f"(xz), wheel {wheel.stat().st_size / 1024:.0f} KiB; venv from the wheel "
+                 f"{installs['sqlite'][1] / mib:.0f} MiB without the postgres extra, "
+                 f"{installs['postgres'][1] / mib:.0f} MiB with it; install: dpkg -i "
+                 + (f"{deb_install:.1f} s" if deb_install is not None else "not measured (not root)")
+                 + f", venv + pip install {installs['sqlite'][0]:.0f} s (SQLite only), "
+                 f"{installs['postgres'][0]:.0f} s (with postgres), from the local pip cache",
+                 "—", None)
+        n = 15 if self.quick else 60
+        commands = self.startup_commands()
+        del commands["flock"]
+        argv = ["run", "-n", "x", "--force", "--", "true"]
+        commands["bundle"] = ([str(bundle / "cronwrap"), *argv], self.env("startup-bundle"))
+        commands["venv_sqlite"] = ([str(self.tmp / "venv-sqlite" / "bin" / "cronwrap"), *argv],
+                                   self.env("startup-venv-sqlite"))
+        samples = self.firings(commands, n)
+        wall = {k: statistics.median(w for w, _ in v) for k, v in samples.items()}
+        cpu = {k: statistics.median(c for _, c in v) for k, v in samples.items()}
+        ratio = wall["bundle"] / wall["floor"]
+        self.row(f"package: run -- true, SQLite, self-contained build, median of {n}",
+                 f"ratio to the floor wrapper {ratio:.2f}x (verdict); {wall['bundle']:.1f} ms "
+                 f"(p95 {pct([w for w, _ in samples['bundle']], 95):.1f}), CPU {cpu['bundle']:.0f} ms; "
+                 f"the venv install (bench/.venv, with postgres) {wall['sqlite']:.1f} ms, CPU "
+                 f"{cpu['sqlite']:.0f} ms, ratio {wall['sqlite'] / wall['floor']:.2f}x; the wheel's "
+                 f"venv without postgres {wall['venv_sqlite']:.1f} ms, ratio "
+                 f"{wall['venv_sqlite'] / wall['floor']:.2f}x; floor {wall['floor']:.1f} ms "
+                 f"(CPU {cpu['floor']:.0f} ms)",
+                 f"≤ {FIRING_BUDGET}x the floor wrapper", ratio <= FIRING_BUDGET)
+
     def write(self, target: Path) -> None:
         lines = ["# cronwrap benchmark results", "",
                  f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
@@ -1223,6 +1290,17 @@ class Bench:
         elif self.tmp.exists() and not (self.tmp / ".kept").exists():
             (self.tmp / ".kept").touch()  # said once: cleanup runs again on the way out
             print(f"files of this run kept in {self.tmp}", flush=True)
+
+
+def du(path: Path) -> int:
+    """Bytes on disk under ``path``, as du counts them (blocks, each inode once)."""
+    seen, total = set(), 0
+    for entry in [path, *path.rglob("*")]:
+        info = entry.lstat()
+        if (info.st_dev, info.st_ino) not in seen:
+            seen.add((info.st_dev, info.st_ino))
+            total += info.st_blocks * 512
+    return total
 
 
 def vm_rss(pid: int) -> int:
@@ -1264,7 +1342,8 @@ def http_get(url: str, headers: dict[str, str]) -> tuple[float, float]:
 
 
 MEASUREMENTS = ("startup", "startup_pg", "startup_config", "big_output", "term_lateness", "race", "takeover",
-                "status", "history", "serve", "watch", "connections", "burst", "fleet", "step")
+                "status", "history", "serve", "watch", "connections", "burst", "fleet", "step",
+                "package")
 
 
 def main() -> int:

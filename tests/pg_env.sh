@@ -153,3 +153,23 @@ locales_ensure() {
   PG_ENV_ERROR="Debian's locales package installed no /usr/share/i18n/locales/en_US"
   return 1
 }
+
+# The package tests (tests/integration/test_package.py) build a .deb with dpkg-deb, install it
+# with dpkg --root into a root they make (ldd, chroot, unshare, mount: libc-bin, coreutils,
+# util-linux, mount), look up its man pages with man-db's man, and check its systemd units
+# with systemd-analyze.
+packaging_ensure() {
+  local tool missing_pkgs=()
+  for tool in dpkg-deb ldd chroot unshare mount; do
+    if ! sbin_which "$tool" >/dev/null; then
+      PG_ENV_ERROR="$tool is missing (Debian's dpkg, libc-bin, coreutils, util-linux, mount)"
+      return 1
+    fi
+  done
+  command -v man >/dev/null || missing_pkgs+=(man-db)
+  command -v systemd-analyze >/dev/null || missing_pkgs+=(systemd)
+  [ ${#missing_pkgs[@]} -eq 0 ] || pkg_install "${missing_pkgs[@]}" || return 1
+  command -v man >/dev/null && return 0
+  PG_ENV_ERROR="Debian's man-db package installed no man executable"
+  return 1
+}

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${CRONWRAP_VENV:-.venv}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
+"$venv/bin/python" -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test]'
 source tests/pg_env.sh
 trap pg_stop_throwaway EXIT
 # Without one, its tests are skipped; under CI=true the run fails instead, with one line.
@@ -22,5 +22,6 @@ pgbouncer_ensure || missing PgBouncer
 chromium_ensure || missing chromium
 prometheus_ensure || missing Prometheus
 locales_ensure || missing "ISO-8859-1 locale"
+packaging_ensure || missing "package"
 export PATH="$PWD/$venv/bin:$PATH"
 "$venv/bin/python" -m pytest "$@"
