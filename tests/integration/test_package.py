@@ -29,6 +29,7 @@ from tools.cleanroot import dpkg, in_root, make_root
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "build" / "package"
+pytestmark = pytest.mark.xdist_group("build")  # one worker builds once, in one directory
 
 
 class Built:
@@ -95,6 +96,12 @@ def test_every_command_of_the_self_contained_build(built: Built, tmp_path: Path,
     for shell in ("bash", "zsh", "fish"):
         assert "cronwrap" in cw("completion", shell)
     cw("watch", "--once", "--dry-run")
+    # step, as a job calls it (its run's ledger from the environment the wrapper gives it)
+    cw("run", "-n", "stepper", "--", exe, "step", "first", "--", "sh", "-c", "echo in-step")
+    exercised.add("step")
+    assert "first" in cw("history", "stepper") and "in-step" in cw("logs", "stepper")
+    cw("run", "-n", "sched", "--schedule", "*/5 * * * *", "--", "true")
+    assert json.loads(cw("why", "sched", "--json"))["format"] == 1
     # the JSON schemas are package data, read by the installed package
     schemas = built.bundle / "_internal" / "cronwrap" / "schemas"
     assert sorted(p.name for p in schemas.glob("*.json")), "schemas/*.json not bundled"
