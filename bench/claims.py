@@ -56,7 +56,31 @@ def claims(bench) -> None:
     finally:
         if bouncer is not None:
             bouncer.stop()
+    paths_row(bench)
     firing_row(bench)
+
+
+def paths_row(bench) -> None:
+    """claim_paths.py: the first calls on a new connection, and the one-statement race."""
+    rounds = 10 if bench.quick else 40
+    url = bench.create_database("claimpaths")
+    subprocess.run([bench.exe, "db", "init"], env=bench.env("claim-paths", CRONWRAP_DB=url),
+                   check=True, capture_output=True)
+    out = bench.tmp / "claim_paths.json"
+    load = os.getloadavg()[0]
+    subprocess.run([bench.python, str(HERE / "claim_paths.py"), url, str(rounds), str(out)],
+                   check=True, env=bench.env("claim-paths"))
+    got = json.loads(out.read_text())
+    calls = got["calls"]
+    bench.row("claims: calls 1 / 2 / 3 on a new connection (bench/claim_paths.py, "
+              "synchronous_commit off)",
+              "; ".join(f"{kind} " + " / ".join(f"{calls[f'{kind} {n}']:.2f}" for n in (1, 2, 3))
+                        + " ms" for kind in ("function", "plain statements", "bare insert"))
+              + f"; `DO $$ BEGIN END $$` (plpgsql loaded) {calls['DO (plpgsql load) 1']:.2f} ms"
+              f"; one-statement claim (CTE) that waited on the job's lock saw the slot as "
+              f"{got['cte_saw']} while the table held {got['table_holds']}; median of {rounds} "
+              f"connections, load {load:.1f}",
+              "— (where the time goes)", None)
 
 
 def burst_rows(bench, targets: dict[str, tuple[str, str]], bouncer: PgBouncer | None) -> None:
