@@ -47,6 +47,7 @@ CACHE_MAX_AGE = 6 * 3600
 GIB = 1 << 30
 NO_PG = "skipped: no PostgreSQL"
 FIRING_BUDGET = 1.3  # a SQLite firing, plain, with a config file, with a schedule (issue 24 §1)
+WARM_UP = 1.0  # seconds of each serve load before its RSS is taken: what is made once is not growth
 
 
 def install() -> Path:
@@ -244,6 +245,8 @@ class Bench:
         commands["schedule"] = ([self.exe, "run", "-n", "x", "--schedule", "* * * * *",
                                  "--catchup", "latest", "--force", "--", "true"],
                                 self.env("startup-schedule"))
+        commands["limit"] = ([self.exe, "run", "-n", "x", "--force", "--max-memory", "1G",
+                              "--max-cpu", "1h", "--", "true"], self.env("startup-limit"))
         samples = self.firings(commands, n)
         wall = {k: statistics.median(w for w, _ in v) for k, v in samples.items()}
         cpu = {k: statistics.median(c for _, c in v) for k, v in samples.items()}
@@ -259,6 +262,12 @@ class Bench:
                  f"ratio to the floor wrapper {ratio:.2f}x (verdict); {wall['schedule']:.1f} ms, "
                  f"CPU {cpu['schedule']:.0f} ms per firing; `run -- true` {wall['sqlite']:.1f} ms; "
                  f"floor {wall['floor']:.1f} ms",
+                 f"≤ {FIRING_BUDGET}x the floor wrapper", ratio <= FIRING_BUDGET)
+        ratio = wall["limit"] / wall["floor"]
+        self.row(f"run --max-memory 1G --max-cpu 1h -- true, SQLite, median of {n}",
+                 f"ratio to the floor wrapper {ratio:.2f}x (verdict); {wall['limit']:.1f} ms, "
+                 f"CPU {cpu['limit']:.0f} ms per firing (the keeper's watch of the tree "
+                 f"included); `run -- true` {wall['sqlite']:.1f} ms (CPU {cpu['sqlite']:.0f} ms)",
                  f"≤ {FIRING_BUDGET}x the floor wrapper", ratio <= FIRING_BUDGET)
 
     def startup_pg(self) -> None:
@@ -284,6 +293,39 @@ class Bench:
                  f"SQLite firing {wall['sqlite']:.1f} ms, CPU {cpu['sqlite']:.0f} ms; floor "
                  f"{wall['floor']:.1f} ms, ratio {wall['pg'] / wall['floor']:.2f}x",
                  budget, ratio <= 3.0)
+
+    def step(self) -> None:
+        """`cronwrap step` as a job calls it (issue 26 §1): bench/step_timer.py runs as the job
+        of one `cronwrap run`, on SQLite and on PostgreSQL, and times a new step (begun, run,
+        ended: two ledger transactions), a step already done (one transaction, nothing run)
+        and `--done`, interleaved with the floor wrapper from the same job. No budget (the
+        issue asks for the figure): the ratio to the floor wrapper of the same rounds."""
+        n = 10 if self.quick else 40
+        ledgers = {"SQLite": {}}
+        if self.pg():
+            ledgers["PostgreSQL"] = {"CRONWRAP_DB": self.create_database("step")}
+        for label, extra in ledgers.items():
+            out = self.tmp / f"step-{label}.json"
+            env = self.env(f"step-{label}", **extra)
+            argv = [self.exe, "run", "-n", "bench-step", "--force", "--timeout", "30m", "--",
+                    self.python, str(HERE / "step_timer.py"), self.exe, self.python,
+                    str(HERE / "floor_wrapper.py"), str(self.tmp), str(n), str(out)]
+            proc = subprocess.run(argv, env=env, capture_output=True, text=True)
+            if proc.returncode != 0:
+                self.row(f"step, {label}", f"failed: {proc.stderr.strip()[-300:]}", "—", None)
+                continue
+            samples = json.loads(out.read_text())
+            wall = {k: statistics.median(w for w, _ in v) for k, v in samples.items()}
+            cpu = {k: statistics.median(c for _, c in v) for k, v in samples.items()}
+            self.row(f"cronwrap step KEY -- true from a job, {label}, median of {n}",
+                     f"a new step {wall['new'] / wall['floor']:.2f}x the floor wrapper "
+                     f"({wall['new']:.1f} ms, CPU {cpu['new']:.0f} ms); a done step (skipped) "
+                     f"{wall['done'] / wall['floor']:.2f}x ({wall['done']:.1f} ms, CPU "
+                     f"{cpu['done']:.0f} ms); `step --done` {wall['ask'] / wall['floor']:.2f}x "
+                     f"({wall['ask']:.1f} ms); a firing on the same ledger (`run -- true`) "
+                     f"{wall['firing'] / wall['floor']:.2f}x ({wall['firing']:.1f} ms, CPU "
+                     f"{cpu['firing']:.0f} ms); floor {wall['floor']:.1f} ms (CPU "
+                     f"{cpu['floor']:.0f} ms)", "no budget: the figure (issue 26)", None)
 
     def config_file(self) -> Path:
         """A config file of a few jobs, as an operator keeps one: defaults, and five jobs with
@@ -953,27 +995,23 @@ class Bench:
         each: 8 clients (≥ 300 requests/s) and 32 (p99 ≤ 200 ms) on / and on /metrics; then
         the same with a new connection per request and without gzip, and with the ledger
         changing every second (a firing of ``cronwrap run``: every request after it waits for
-        one new drawing). The server's VmRSS before and after them all (≥ 10,000 requests)."""
+        one new drawing). The server's VmRSS after the first answers, after WARM_UP seconds of
+        each of those loads (waitress's channels and buffers for 32 clients, a 1.3 MB body's
+        copies: made once), and after them all (≥ 10,000 requests): flat is the last two."""
         seconds = 5.0 if self.quick else 10.0
-        rss_before = vm_rss(pid)
-        total = 0
-        figures: dict[tuple[str, int, str], dict] = {}
+        rss_first = vm_rss(pid)
         plans = [("", "", 8), ("", "", 32), ("", "metrics", 8), ("", "metrics", 32),
                  ("new connections, no gzip", "", 8), ("new connections, no gzip", "metrics", 32),
                  ("a firing every second", "", 8), ("a firing every second", "", 32),
                  ("a firing every second", "metrics", 32)]
         if env is None:  # no firings on the cached PostgreSQL ledger (the status row reads it)
             plans = [p for p in plans if not p[0].startswith("a firing")]
+        warm = sum(self.serve_plan(url, auth, env, plan, WARM_UP)["requests"] for plan in plans)
+        rss_before = vm_rss(pid)
+        total = 0
+        figures: dict[tuple[str, int, str], dict] = {}
         for how, path, clients in plans:
-            headers = dict(auth) if how.startswith("new") else {**auth, "Accept-Encoding": "gzip"}
-            churn = Churn(self.exe, env) if env is not None and how.startswith("a firing") \
-                else None
-            try:
-                got = load_clients(url + path, headers, clients, seconds,
-                                   keep_alive=not how.startswith("new"))
-            finally:
-                if churn is not None:
-                    churn.stop()
+            got = self.serve_plan(url, auth, env, (how, path, clients), seconds)
             got["load"] = os.getloadavg()[0]
             for key in ("p50_ms", "p99_ms", "bytes"):
                 got.setdefault(key, float("nan"))  # nothing answered within the time
@@ -981,8 +1019,6 @@ class Bench:
                 print(f"    {how or 'keep-alive, gzip'} /{path} {clients} clients: "
                       f"{got['requests']} answers, {got['errors']} errors ({got['first_error']})",
                       flush=True)
-            if churn is not None:
-                got["firings"] = churn.firings
             figures[(how, clients, path)] = got
             total += got["requests"]
         rss_after = vm_rss(pid)
@@ -1007,10 +1043,27 @@ class Bench:
                 + f", errors {g['errors']}, load {g['load']:.1f}"
                 for (h, clients, path), g in figures.items() if h == how)
             self.row(f"{what}, {how}", shown, "(beside the budget)", None)
-        self.row(f"{what}, server RSS", f"VmRSS {rss_before / 1024:.1f} MiB after the first "
-                 f"answers, {rss_after / 1024:.1f} MiB after {total:,} more requests",
+        self.row(f"{what}, server RSS", f"VmRSS {rss_first / 1024:.1f} MiB after the first "
+                 f"answers, {rss_before / 1024:.1f} MiB after {WARM_UP:g} s of each load "
+                 f"({warm:,} requests), {rss_after / 1024:.1f} MiB after {total:,} more requests",
                  "flat over 10,000 requests (≤ +10%)",
                  total >= 10_000 and rss_after <= rss_before * 1.10)
+
+    def serve_plan(self, url: str, auth: dict[str, str], env: dict[str, str] | None,
+                   plan: tuple[str, str, int], seconds: float) -> dict:
+        """One load of serve_load: (how, path, clients) for ``seconds``."""
+        how, path, clients = plan
+        headers = dict(auth) if how.startswith("new") else {**auth, "Accept-Encoding": "gzip"}
+        churn = Churn(self.exe, env) if env is not None and how.startswith("a firing") else None
+        try:
+            got = load_clients(url + path, headers, clients, seconds,
+                               keep_alive=not how.startswith("new"))
+        finally:
+            if churn is not None:
+                churn.stop()
+        if churn is not None:
+            got["firings"] = churn.firings
+        return got
 
     def watch(self) -> None:
         """``cronwrap watch`` over the status ledgers (issue 23's closing note: its CPU per
@@ -1215,7 +1268,8 @@ def http_get(url: str, headers: dict[str, str]) -> tuple[float, float]:
 
 
 MEASUREMENTS = ("startup", "startup_pg", "startup_config", "big_output", "term_lateness", "race", "takeover",
-                "status", "history", "serve", "watch", "connections", "burst", "claims", "fleet")
+                "status", "history", "serve", "watch", "connections", "burst", "claims", "fleet",
+                "step")
 
 
 def main() -> int:

@@ -168,7 +168,24 @@ COMMANDS: tuple[Command, ...] = (
                 option("--raw", "raw", None, "Copy the output byte for byte to a terminal too "
                        "(there, control characters are otherwise shown escaped, e.g. \\x1b; "
                        "piped output is always exact)."),
+                option("--timestamps -t", "timestamps", None, "Begin each line with the time "
+                       "it came (UTC, 2026-12-05T01:30:00.123Z), for a run captured with run "
+                       "--timestamps."),
                 HOST, DB), "cronwrap.read.reads:logs", lean=True),
+    Command("why", "Why a slot of a job ran or did not, in a few lines: whether the schedule "
+            "fires then (its zone, what DST does that day), whether a host fired it, whether "
+            "it was skipped and why (overlap, paused, too late; a duplicate firing, from this "
+            "host's run log), how its run ended, or that it was missed. Reads only: the "
+            "ledger's row and attempts of the slot, its pauses, this host's run log.", (
+                JOB,
+                option("--at", "at", "WHEN", "The slot: a time as run --at reads it "
+                       "(2026-10-28T01:30 in the job's zone, or with an offset or Z; not a fire "
+                       "time: the slot before it is told) or a date as run --date reads it "
+                       "(2026-10-28: that day's first slot). Default: the next slot."),
+                option("--json", "as_json", None, "Print a JSON object (its \"story\" is the "
+                       "lines printed; \"verdict\": upcoming, ran, running, abandoned, "
+                       "skipped, missed, no_slot)."),
+                HOST, DB), "cronwrap.read.reads:why", lean=True),
     Command("unlock", "Expire the leases of a job's running runs, for an operator who knows "
             "the holder is dead; and tell who holds the job's local lock on this host (wrapper "
             "and job PIDs, alive or gone). A lock a live process holds is never broken; a PID "
@@ -198,6 +215,23 @@ COMMANDS: tuple[Command, ...] = (
             "paused stay skipped (catch-up does not run them; run --date/--at does). A job "
             "that is not paused is said so, exit 0.", (JOB, PAUSE_HOST, DB),
             "cronwrap.admin:resume"),
+    Command("step", "Inside a job cronwrap runs: run COMMAND as step KEY of the job's slot, "
+            "once per slot whatever the attempts. A step that succeeded in an earlier attempt "
+            "of the slot (on any host) is not run again: one line on stderr, exit 0. The step "
+            "is recorded in the ledger (status, exit, start, end, attempt, host: history and "
+            "serve show it) and fenced: once the slot is no longer this attempt's (taken "
+            "over, ended, or its lease ran out) it refuses with one line, exit 123, so a "
+            "superseded attempt stops instead of doing the work twice. Otherwise COMMAND's "
+            "own exit status (no shell). Outside a cronwrap run: exit 125.", (
+                argument("key", "KEY", "The step's name within the slot (1-200 printable "
+                         "characters, e.g. batch-0003).", default=REQUIRED),
+                argument("command", "COMMAND", "The command and its arguments, after --.",
+                         many=True),
+                option("--force", "force", None, "Run it even if it already succeeded in "
+                       "this slot."),
+                option("--done", "done", None, "Only ask: exit 0 if step KEY succeeded in "
+                       "this slot, 1 if not; run nothing."),
+            ), "cronwrap.run.step:step", lean=True),
     Command("explain", "The next fire times of a schedule, and what a person should know "
             "about it.", (
                 argument("expression", "EXPRESSION", "A cron expression (5 fields or @daily "
@@ -229,7 +263,7 @@ COMMANDS: tuple[Command, ...] = (
             "job's own: its --log-dir as the ledger recorded it, CRONWRAP_LOG_DIR, log-dir in "
             "the config file; such a directory only if cronwrap would use it itself (a real "
             "directory of yours, not writable by others), and in it only cronwrap's own files "
-            "(NAME/RUN_ID.ATTEMPT.log, events.jsonl.N), never through a symlink. The ledger's "
+            "(NAME/RUN_ID.ATTEMPT.log and .times, events.jsonl.N), never through a symlink. The ledger's "
             "statistics, which its query planner reads, are refreshed (ANALYZE) in the same "
             "transaction: run it from time to time even if nothing is old.", (
                 option("--older-than", "older_than", "DURATION", "Remove runs and log files "
@@ -238,8 +272,9 @@ COMMANDS: tuple[Command, ...] = (
                        kind=(0, None), default=0),
                 DB), "cronwrap.admin:prune"),
     Command("serve", "A read-only web dashboard of the ledger: the jobs (/), a job's runs "
-            "(/jobs/NAME), one run (/jobs/NAME/runs/ID), /metrics for Prometheus, /api/status "
-            "and /api/jobs/NAME/history as JSON, /healthz. Every request needs a token "
+            "(/jobs/NAME), one run (/jobs/NAME/runs/ID), why a slot ran or not "
+            "(/jobs/NAME/why?at=WHEN), /metrics for Prometheus, /api/status, "
+            "/api/jobs/NAME/history and /api/jobs/NAME/why as JSON, /healthz. Every request needs a token "
             "(Authorization: Bearer TOKEN, or ?token=TOKEN once, which sets a cookie), on "
             "loopback too, unless --no-auth.", (
                 option("--listen", "listen", "HOST:PORT", "HOST:PORT to listen on (every "

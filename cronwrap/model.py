@@ -84,7 +84,9 @@ STATUS_MEANINGS = {  # the registry the docs are made from (cronwrap(1) LEDGER, 
     Status.KILLED: "A signal ended the job (a forwarded TERM, `--overlap replace`), or, with "
                    "reason `lease_lost`, cronwrap ended it because the lease was lost: another "
                    "runner took the slot over, or the ledger stayed unreachable for longer than "
-                   "the lease. A runner that lost its lease may no longer act for that slot.",
+                   "the lease. A runner that lost its lease may no longer act for that slot. "
+                   "With reason `memory` or `cpu`, the job's tree went over `--max-memory` or "
+                   "`--max-cpu`.",
     Status.SKIPPED: "Not run: reason `overlap` (another run of the job was live), `too_late` "
                     "(a missed slot older than `--catchup-window`) or `paused` (the job was "
                     "paused: `cronwrap pause`). The slot stays claimable.",
@@ -130,6 +132,8 @@ class Reason(StrEnum):
     SUPERSEDED = "superseded"  # an attempt whose slot another runner took over (attempts only)
     TOO_FAST = "too_fast"  # a success faster than --min-duration: recorded warning
     PAUSED = "paused"  # a firing of a paused job (cronwrap pause): recorded skipped
+    MEMORY = "memory"  # the tree went over --max-memory: recorded killed
+    CPU = "cpu"  # the tree went over --max-cpu: recorded killed
 
 
 class Event(StrEnum):
@@ -290,10 +294,14 @@ class Run(Record):
     skew_ms: int | None
     boot_id: str | None
     pid_ns: int | None
+    cpu_user_ms: int | None  # USAGE_KEYS: read from expansion 6's table, beside the row
+    cpu_system_ms: int | None
+    max_rss_kb: int | None
     _defaults = dict(skip_reason=None, attempt=0, host=None, pid=None, pid_start=None,
                      locked_until=None, fence=None, started_at=None, finished_at=None,
                      duration_ms=None, exit_code=None, signal=None, timed_out=False,
-                     error_tail=None, log_path=None, skew_ms=None, boot_id=None, pid_ns=None)
+                     error_tail=None, log_path=None, skew_ms=None, boot_id=None, pid_ns=None,
+                     cpu_user_ms=None, cpu_system_ms=None, max_rss_kb=None)
 
     def shown_status(self, now: datetime) -> str:
         if self.status == Status.RUNNING and (self.locked_until is None
@@ -435,7 +443,37 @@ class Finish(Record):
     error_tail: str | None
     log_path: str | None
     skip_reason: str | None
-    _defaults = dict(skip_reason=None)
+    # What the job's tree used (USAGE_KEYS, expansion 6); None: not known.
+    cpu_user_ms: int | None
+    cpu_system_ms: int | None
+    max_rss_kb: int | None
+    _defaults = dict(skip_reason=None, cpu_user_ms=None, cpu_system_ms=None, max_rss_kb=None)
+
+
+# What one attempt's job tree used, as the ledger keeps it (expansion 6, `usage`): CPU time
+# in milliseconds, user and system, and the peak resident memory of its largest process in
+# KiB (getrusage of the keeper, the tree's subreaper: daemons that left the session count).
+USAGE_KEYS = ("cpu_user_ms", "cpu_system_ms", "max_rss_kb")
+
+
+def usage_text(used: Run | Finish | RunAttempt) -> str:
+    """``1.2s+0.3s 240 MiB``: user+system CPU and the peak memory; ``-`` when not known."""
+    if used.cpu_user_ms is None and used.max_rss_kb is None:
+        return "-"
+    cpu = "-" if used.cpu_user_ms is None else \
+        f"{used.cpu_user_ms / 1000:g}s+{(used.cpu_system_ms or 0) / 1000:g}s"
+    return f"{cpu} {memory_text(used.max_rss_kb)}"
+
+
+def memory_text(kb: int | None) -> str:
+    """KiB as a person reads them: ``740 KiB``, ``240 MiB``, ``1.5 GiB``."""
+    if kb is None:
+        return "-"
+    if kb < 1024:
+        return f"{kb} KiB"
+    if kb < 1024 * 1024:
+        return f"{kb / 1024:.0f} MiB"
+    return f"{kb / 1024 / 1024:.1f} GiB"
 
 
 class RunAttempt(Record):
@@ -456,13 +494,17 @@ class RunAttempt(Record):
     duration_ms: int | None
     exit_code: int | None
     signal: int | None
+    cpu_user_ms: int | None
+    cpu_system_ms: int | None
+    max_rss_kb: int | None
+    _defaults = dict(cpu_user_ms=None, cpu_system_ms=None, max_rss_kb=None)
 
     @classmethod
     def of_run(cls, run: Run, now: datetime) -> RunAttempt:
         """The run row's own (latest) attempt."""
         return cls(run.run_id, run.attempt, run.shown_status(now), run.skip_reason, run.host,
                    run.fence, run.started_at, run.finished_at, run.duration_ms, run.exit_code,
-                   run.signal)
+                   run.signal, run.cpu_user_ms, run.cpu_system_ms, run.max_rss_kb)
 
     def to_json(self) -> dict[str, object]:
         data = self.asdict()
@@ -470,6 +512,69 @@ class RunAttempt(Record):
         for key in ("started_at", "finished_at"):
             data[key] = iso(data[key])
         return data
+
+
+class Step(Record):
+    """One step of a slot (``cronwrap step KEY -- CMD``, expansion 5): the attempt, fence and
+    host that last started it, and how it ended (``status``: running, succeeded or failed;
+    ``finished_at`` None while running, or when its runner died). Times are UTC."""
+
+    job: str
+    run_key: str
+    key: str
+    run_id: int
+    status: str
+    attempt: int
+    fence: int
+    host: str | None
+    pid: int | None
+    started_at: datetime
+    finished_at: datetime | None
+    duration_ms: int | None
+    exit_code: int | None
+    signal: int | None
+
+    def to_json(self) -> dict[str, object]:
+        data = self.asdict()
+        for key in ("job", "run_key", "run_id", "pid"):
+            del data[key]
+        data["step"] = data.pop("key")
+        for key in ("started_at", "finished_at"):
+            data[key] = iso(data[key])
+        return data
+
+
+class StepStart(Record):
+    """What ``Ledger.begin_step`` found and did: ``action`` (``step_action``'s), the run row
+    (None: no such run), and the step as it was before (None: never started in this slot)."""
+
+    action: str
+    run: Run | None
+    step: Step | None
+
+
+STEP_RUN, STEP_DONE, STEP_FENCED, STEP_GONE, STEP_LAPSED = "run", "done", "fenced", "gone", "lapsed"
+
+
+def step_action(run: Run | None, step: Step | None, fence: int, force: bool, since: int,
+                now: datetime) -> str:
+    """Whether ``cronwrap step`` runs its command, for the attempt holding ``fence``:
+    STEP_GONE when the run is not in the ledger (pruned, or another ledger's); STEP_FENCED
+    when the slot is no longer this attempt's (taken over: a larger fence, or the run has
+    ended); STEP_LAPSED when its lease ran out and nobody took it over yet (its wrapper could
+    not renew it, and is ending the job); STEP_DONE when the step succeeded in this slot at
+    or after fence ``since`` (0, or a forced run's first: ``run --force`` does every step
+    again) and ``force`` is not given; else STEP_RUN."""
+    if run is None:
+        return STEP_GONE
+    if run.status != Status.RUNNING or run.fence != fence:
+        return STEP_FENCED
+    if run.locked_until is not None and run.locked_until <= now:
+        return STEP_LAPSED
+    if step is not None and step.status == Status.SUCCEEDED and not force \
+            and step.fence >= since:
+        return STEP_DONE
+    return STEP_RUN
 
 
 class RunTally(Record):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import uuid
@@ -34,6 +35,16 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow])
 if os.environ.get("CI") == "true":
     settings.load_profile("ci")
+
+# -- signals as a terminal leaves them -----------------------------------------------------------
+# A suite started in the background of a non-interactive shell (`bash tests/run.sh &`, nohup)
+# inherits SIGINT and SIGQUIT ignored (POSIX: asynchronous lists), and so would every job it
+# starts, since an ignored signal stays ignored across exec: `--signal INT` would then never
+# end a job, nor a forwarded Ctrl-C reach one. The tests assume what a terminal or cron gives.
+for _signum, _handler in ((signal.SIGINT, signal.default_int_handler),
+                          (signal.SIGQUIT, signal.SIG_DFL)):
+    if signal.getsignal(_signum) is signal.SIG_IGN:
+        signal.signal(_signum, _handler)
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from cronwrap.model import (Alert, AlertState, Claim, ClaimRequest, Finish, JobInfo,
-                                JobSummary, Mark, Pause, Run, RunAttempt, RunTally, SlotHistory)
+                                JobSummary, Mark, Pause, Run, RunAttempt, RunTally, SlotHistory,
+                                Step, StepStart)
 
 
 class Ledger(ABC):
@@ -186,6 +187,15 @@ class Ledger(ABC):
         """
 
     @abstractmethod
+    def with_usage(self, runs: Sequence[Run]) -> list[Run]:
+        """``runs``, each with what its latest attempt's job tree used (``USAGE_KEYS``:
+        CPU time, peak memory), read in one go (expansion 6); a run without a record of it,
+        or any run of a ledger without the expansion, as it is.
+
+        :raises LedgerError: nothing was read.
+        """
+
+    @abstractmethod
     def runs(self, job: str, limit: int = 50, since: datetime | None = None,
              before: int | None = None) -> list[Run]:
         """Runs of ``job``, newest first, at most ``limit``: those created since ``since``
@@ -207,6 +217,14 @@ class Ledger(ABC):
     @abstractmethod
     def get_run(self, job: str, run_id: int) -> Run | None:
         """Run ``run_id`` of ``job``; None when the job has no such run.
+
+        :raises LedgerError: nothing was read.
+        """
+
+    @abstractmethod
+    def run_by_key(self, job: str, run_key: str) -> Run | None:
+        """The row of ``job``'s slot ``run_key`` (one look-up along the unique key); None
+        when the slot has none (``why``).
 
         :raises LedgerError: nothing was read.
         """
@@ -326,6 +344,46 @@ class Ledger(ABC):
     def pauses(self) -> dict[str, Pause]:
         """Every pause recorded, by job, expired ones too (``model.active_pause`` tells which
         is in force at a time); none from a ledger without them yet (before expansion 3).
+
+        :raises LedgerError: nothing was read.
+        """
+
+    # -- steps (cronwrap step, expansion 5)
+
+    @abstractmethod
+    def begin_step(self, run_id: int, run_key: str, fence: int, key: str, host: str,
+                   pid: int, force: bool, since: int) -> StepStart:
+        """Start step ``key`` of the run ``run_id`` (whose run key must be ``run_key``) for
+        the attempt holding ``fence``, in one transaction that no takeover can enter:
+        ``model.step_action`` decides from the run row and the step as recorded, and only
+        STEP_RUN records the step ``running`` (attempt, fence, ``host``, ``pid``, started
+        now), and only while the run's fence is still ``fence``.
+
+        :raises LedgerError: nothing was recorded; a retry is safe (it starts it again).
+        """
+
+    @abstractmethod
+    def end_step(self, run: Run, key: str, status: str, exit_code: int | None,
+                 signal: int | None, duration_ms: int) -> tuple[bool, Run | None]:
+        """Record how step ``key`` begun by ``run``'s attempt ended, over that start only
+        (never over a newer attempt's start of the same step). Returns whether it was
+        recorded, and the run row as it is now (None: gone), to tell whether the slot is
+        still the attempt's.
+
+        :raises LedgerError: nothing was recorded; a retry is safe.
+        """
+
+    @abstractmethod
+    def step_state(self, run_id: int, run_key: str, key: str) -> tuple[Run | None, Step | None]:
+        """The run row and step ``key`` of it as recorded (``cronwrap step --done``).
+
+        :raises LedgerError: nothing was read.
+        """
+
+    @abstractmethod
+    def steps(self, runs: Sequence[Run]) -> dict[int, list[Step]]:
+        """The steps of each run, by run id, in the order they started; none from a ledger
+        without them yet (before expansion 5).
 
         :raises LedgerError: nothing was read.
         """

@@ -541,7 +541,9 @@ class PostgresLedger(SqlLedger):
             "finish", wait, **self._owner(run), now=self._clock_now(), status=result.status,
             skip_reason=result.skip_reason, duration_ms=result.duration_ms,
             exit_code=result.exit_code, signal=result.signal, timed_out=result.timed_out,
-            error_tail=result.error_tail, log_path=result.log_path)[0] == 1
+            error_tail=result.error_tail, log_path=result.log_path,
+            cpu_user_ms=result.cpu_user_ms, cpu_system_ms=result.cpu_system_ms,
+            max_rss_kb=result.max_rss_kb)[0] == 1
 
     def record_superseded(self, run: Run, result: Finish, wait: float | None = None) -> None:
         self._single("attempt_superseded", wait, **self._superseded(run, result))

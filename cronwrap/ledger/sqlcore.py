@@ -15,7 +15,8 @@ from cronwrap.errors import LedgerError
 from cronwrap.ledger.base import Ledger
 from cronwrap.model import (DONE_STATUSES, Alert, AlertState, Claim, ClaimRequest, Finish,
                             JobInfo, JobSummary, Pause, Reason, Run, RunAttempt, RunTally,
-                            SlotHistory, Status, Trigger)
+                            SlotHistory, Status, Step, StepStart, Trigger, STEP_RUN, USAGE_KEYS,
+                            step_action)
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 _TIME_COLUMNS = ("scheduled_at", "locked_until", "started_at", "finished_at")
 NO_RUN_ID = 2**62  # above every run id: "before" it is every run
 PAUSES = 3  # the expansion that holds the pauses (cronwrap pause)
+STEPS = 5  # the expansion that holds the steps (cronwrap step)
+USAGE = 6  # the expansion that holds what each attempt's tree used (CPU, memory)
 
 
 def _version_number(value: object) -> int | None:
@@ -196,13 +199,18 @@ class SqlLedger(Ledger):
     def finish(self, run: Run, result: Finish, wait: float | None = None) -> bool:
         with self._tx() as cur:
             now = self._db_now(cur)
-            return self._exec(
+            done = self._exec(
                 cur, "finish", **self._owner(run), now=now, status=result.status,
                 skip_reason=result.skip_reason, duration_ms=result.duration_ms,
                 exit_code=result.exit_code, signal=result.signal,
                 timed_out=self._bool(result.timed_out), error_tail=result.error_tail,
                 log_path=result.log_path,
             ) == 1
+            if done and self.expanded >= USAGE:  # in the finish's transaction (expansion 6)
+                self._exec(cur, "record_usage", id=run.run_id, attempt=run.attempt,
+                           cpu_user_ms=result.cpu_user_ms, cpu_system_ms=result.cpu_system_ms,
+                           max_rss_kb=result.max_rss_kb)
+            return done
 
     def record_superseded(self, run: Run, result: Finish, wait: float | None = None) -> None:
         with self._tx() as cur:
@@ -221,23 +229,39 @@ class SqlLedger(Ledger):
 
     def attempts(self, runs: Sequence[Run], now: datetime) -> dict[int, list[RunAttempt]]:
         rows: list[Row] = []
+        used: dict[tuple[int, int], Row] = {}
         if self.expanded >= 2 and any(r.attempt > 1 for r in runs):
             with self._tx(write=False) as cur:
-                rows = self._all(cur, "attempts_of_runs",
-                                 ids=self._ids([r.run_id for r in runs if r.attempt > 1]))
+                ids = self._ids([r.run_id for r in runs if r.attempt > 1])
+                rows = self._all(cur, "attempts_of_runs", ids=ids)
+                if self.expanded >= USAGE:
+                    used = {(u["run_id"], u["attempt"]): u
+                            for u in self._all(cur, "usage_of_runs", ids=ids)}
         found: dict[int, list[RunAttempt]] = {r.run_id: [] for r in runs}
         latest = {r.run_id: r.attempt for r in runs}
         for row in rows:
             if row["attempt"] < latest.get(row["run_id"], 0):
+                usage = used.get((row["run_id"], row["attempt"]), {})
                 found[row["run_id"]].append(RunAttempt(
                     row["run_id"], row["attempt"], row["status"], row["reason"], row["host"],
                     row["fence"], self._from_db(row["started_at"]),
                     self._from_db(row["finished_at"]), row["duration_ms"], row["exit_code"],
-                    row["signal"]))
+                    row["signal"], *(usage.get(k) for k in USAGE_KEYS)))
         for run in runs:
             if run.attempt > 0:
                 found[run.run_id].append(RunAttempt.of_run(run, now))
         return found
+
+    def with_usage(self, runs: Sequence[Run]) -> list[Run]:
+        """``runs`` with what their latest attempts' trees used (expansion 6); as they are
+        from a ledger without it. One read for them all."""
+        if self.expanded < USAGE or not runs:
+            return list(runs)
+        with self._tx(write=False) as cur:
+            rows = self._all(cur, "usage_of_runs", ids=self._ids([r.run_id for r in runs]))
+        used = {(row["run_id"], row["attempt"]): row for row in rows}
+        return [r.replace(**{k: row[k] for k in USAGE_KEYS})
+                if (row := used.get((r.run_id, r.attempt))) is not None else r for r in runs]
 
     def runs(self, job: str, limit: int = 50, since: datetime | None = None,
              before: int | None = None) -> list[Run]:
@@ -259,6 +283,11 @@ class SqlLedger(Ledger):
     def get_run(self, job: str, run_id: int) -> Run | None:
         with self._tx(write=False) as cur:
             row = self._one(cur, "run_by_id", job=job, id=run_id)
+        return self._run(row) if row else None
+
+    def run_by_key(self, job: str, run_key: str) -> Run | None:
+        with self._tx(write=False) as cur:
+            row = self._one(cur, "run_by_key", job=job, run_key=run_key)
         return self._run(row) if row else None
 
     def summaries(self, since: datetime, jobs: list[str] | None = None) -> list[JobSummary]:
@@ -390,6 +419,63 @@ class SqlLedger(Ledger):
         with self._tx(write=False) as cur:
             rows = self._all(cur, "pauses")
         return {r["job"]: self._pause(r) for r in rows}
+
+    # -- steps (cronwrap step)
+
+    def begin_step(self, run_id: int, run_key: str, fence: int, key: str, host: str,
+                   pid: int, force: bool, since: int) -> StepStart:
+        with self._tx() as cur:
+            now = self._db_now(cur)
+            run, step = self._step_state(cur, run_id, run_key, key)
+            action = step_action(run, step, fence, force, since, self._time(now))
+            if action == STEP_RUN:
+                self._exec(cur, "step_begin", run_id=run_id, fence=fence, step=key, host=host,
+                           pid=pid, now=now)
+        return StepStart(action, run, step)
+
+    def end_step(self, run: Run, key: str, status: str, exit_code: int | None,
+                 signal: int | None, duration_ms: int) -> tuple[bool, Run | None]:
+        with self._tx() as cur:
+            now = self._db_now(cur)
+            found = self._one(cur, "step_run", run_id=run.run_id, run_key=run.run_key)
+            recorded = self._exec(cur, "step_end", job=run.job, run_key=run.run_key, step=key,
+                                  fence=run.fence, status=status, exit_code=exit_code,
+                                  signal=signal, duration_ms=duration_ms, now=now) == 1
+        return recorded, None if found is None else self._run(found)
+
+    def step_state(self, run_id: int, run_key: str, key: str) -> tuple[Run | None, Step | None]:
+        with self._tx(write=False) as cur:
+            return self._step_state(cur, run_id, run_key, key, lock=False)
+
+    def steps(self, runs: Sequence[Run]) -> dict[int, list[Step]]:
+        found: dict[int, list[Step]] = {r.run_id: [] for r in runs}
+        if self.expanded < STEPS or not runs:
+            return found
+        with self._tx(write=False) as cur:
+            rows = self._all(cur, "steps_of_runs", ids=self._ids([r.run_id for r in runs]))
+        for row in rows:
+            found.setdefault(row["run_id"], []).append(self._step(row))
+        return found
+
+    def _step_state(self, cur: Any, run_id: int, run_key: str, key: str,
+                    lock: bool = True) -> tuple[Run | None, Step | None]:
+        """The run row (held to the transaction's end, PostgreSQL: FOR SHARE) and its step."""
+        row = self._one(cur, "step_run" if lock else "step_run_read", run_id=run_id,
+                        run_key=run_key)
+        if row is None:
+            return None, None
+        run = self._run(row)
+        if self.expanded < STEPS:
+            return run, None
+        step = self._one(cur, "step_of_run" if lock else "step_of_run_read", job=run.job,
+                         run_key=run.run_key, step=key)
+        return run, None if step is None else self._step(step)
+
+    def _step(self, row: Row) -> Step:
+        return Step(row["job"], row["run_key"], row["step"], row["run_id"], row["status"],
+                    row["attempt"], row["fence"], row["host"], row["pid"],
+                    self._time(row["started_at"]), self._from_db(row["finished_at"]),
+                    row["duration_ms"], row["exit_code"], row["signal"])
 
     def idle(self) -> None:
         """An embedded ledger has nothing to give back (PostgresLedger has a connection)."""

@@ -146,6 +146,25 @@ def factor(text: str, label: str) -> float:
     return value
 
 
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def size(text: str, label: str) -> int:
+    """A number of bytes, with a binary unit: 512M, 1.5G, 800K, 2T (KiB, MiB... and KB, MB...
+    mean the same); a bare number is bytes; 0 means none."""
+    value = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = value[-1:] if value[-1:] in ("K", "M", "G", "T") else ""
+    number = value[:len(value) - len(unit)]
+    try:
+        amount = float(number) if number.replace(".", "", 1).isdigit() else math.nan
+    except ValueError:
+        amount = math.nan
+    if not math.isfinite(amount) or amount * _SIZE_UNITS[unit] >= 1 << 60:
+        raise UsageError(f"{label}: {text!r} is not a size (examples: 512M, 1.5G, 800K; 0 for "
+                         "none)")
+    return int(amount * _SIZE_UNITS[unit])
+
+
 REPEAT_SEPARATOR = "\n"
 
 
@@ -352,10 +371,18 @@ OPTIONS: tuple[Option, ...] = (
            "--kill-after ends the job (exit 137), and a job that ends by itself after the "
            "timeout exits 124, as with GNU timeout.", "Timeout", signal_number, "SIG",
            int(_signal.SIGTERM), short="s"),
-    Option("preserve-status", "Exit with the job's own status even when it timed out "
-           "(instead of 124/137).", "Timeout", default=False),
+    Option("preserve-status", "Exit with the job's own status even when it timed out or went "
+           "over a limit (instead of 124/137, or 143/137).", "Timeout", default=False),
     Option("leave-orphans", "Leave descendants running when the main process exits (default: "
            "end them as a timeout would, and log it).", "Timeout", default=False),
+    Option("max-memory", "End the job's whole tree (TERM, then KILL after --kill-after, or "
+           "5s) when its resident memory, summed over its processes, goes over this size "
+           "(512M, 1.5G); recorded killed, reason memory; exit 143 (137 when KILL was "
+           "needed). Checked every 0.5s; 0 means none.", "Limits", size, "SIZE", 0),
+    Option("max-cpu", "End the job's whole tree as --max-memory does when the CPU time "
+           "(user + system) of its processes, the ended ones included, goes over this "
+           "(GNU syntax: 90, 5m); recorded killed, reason cpu. 0 means none.", "Limits",
+           time_limit, "DURATION", 0.0),
     Option("success-exit", "Exit statuses recorded `succeeded`, comma-separated, ranges "
            "allowed (rsync's vanished files: 0,24). 0 is always one, as with systemd's "
            "SuccessExitStatus=. cronwrap still exits with the job's own status.", "Outcome",
@@ -369,6 +396,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("slow-factor", "status and --check flag the job as `slow` (a warning) when its "
            "last run took more than this many times the 95th percentile of its recent "
            "successful durations (at least 5 among its last 50); default off.", "Outcome",
+           factor, "F"),
+    Option("memory-factor", "status and --check flag the job as a `warning` when its last "
+           "run's peak memory was more than this many times the 95th percentile of its recent "
+           "successful runs' peaks (at least 5 among its last 50); default off.", "Outcome",
            factor, "F"),
     Option("schedule", "The job's cron expression (5 fields, or @hourly @daily @midnight "
            "@weekly @monthly @yearly @annually): a firing maps to the slot at or just before "
@@ -426,6 +457,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("output", "passthrough: the job's output as it comes (default); on-failure: only "
            "when the run did not succeed (like chronic); quiet: captured only.", "Output",
            choice(*OUTPUT_MODES), "passthrough|on-failure|quiet", "passthrough"),
+    Option("timestamps", "Also record when each line of the job's output came (to the "
+           "millisecond, in RUN_ID.ATTEMPT.times beside the captured output), for cronwrap "
+           "logs --timestamps; the captured output itself stays exactly the job's.", "Output",
+           default=False),
     Option("log-dir", "Directory for the run log and captured output, an absolute path "
            "(default: logs/ in cronwrap's state directory).", "Output", absolute_path, "DIR"),
     Option("keep-logs", "Remove captured output and rotated run logs older than this (a "
@@ -519,10 +554,13 @@ class JobSpec(Record):
     signal: int
     preserve_status: bool
     leave_orphans: bool
+    max_memory: int
+    max_cpu: float
     success_exit: frozenset[int]
     warning_exit: frozenset[int] | None
     min_duration: float
     slow_factor: float | None
+    memory_factor: float | None
     schedule: str | None
     tz: str | None
     key: str | None
@@ -540,6 +578,7 @@ class JobSpec(Record):
     db_wait: float
     on_db_error: str
     output: str
+    timestamps: bool
     log_dir: Path | None
     keep_logs: float
     redact: tuple[Pattern[bytes], ...] | None

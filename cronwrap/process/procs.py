@@ -38,6 +38,8 @@ LINUX = sys.platform.startswith("linux")
 POLL = 0.05  # seconds between looks while a tree is being ended by a blocking caller
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 class ProcessId(Record):
@@ -89,6 +91,23 @@ class ProcTable:
         except OSError:
             return []
         return [proc for name in names if name.isdigit() and (proc := self.read(int(name)))]
+
+    def usage(self, pid: int) -> tuple[int, float] | None:
+        """A live process's resident memory (bytes) and CPU time (seconds: its own user and
+        system time, and that of the children it has reaped); None when it is gone."""
+        try:
+            with open(f"/proc/{self._proc_path_pid(pid)}/stat", "rb") as f:
+                data = f.read(4096)
+        except (OSError, ValueError):
+            return None
+        fields = data[data.rfind(b")") + 2:].split()
+        if len(fields) < 22:
+            return None
+        ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
+        return int(fields[21]) * _PAGE_SIZE, ticks / _CLOCK_TICKS
+
+    def _proc_path_pid(self, pid: int) -> int:
+        return pid
 
     def boot_id(self) -> str:
         """This boot of this machine (a new value at every boot); "" when the kernel hides it."""
@@ -147,6 +166,12 @@ class ForeignProcTable(ProcTable):
                     rows.append(row)
         self._proc_pid = {pid: outer for outer, pid in own.items()}
         return [self._translate(row, own) for row in rows]
+
+    def _proc_path_pid(self, pid: int) -> int:
+        outer = self._proc_pid.get(pid)
+        if outer is None:
+            raise ValueError(f"PID {pid} is not in this namespace")
+        return outer
 
     def _translate(self, row: Proc, own: dict[int, int] | None = None) -> Proc:
         if own is None:
@@ -214,6 +239,18 @@ class PsutilTable:
                 rows.append(self._row(process.pid, info["ppid"], info["status"],
                                       info["create_time"]))
         return rows
+
+    def usage(self, pid: int) -> tuple[int, float] | None:
+        """As ProcTable.usage."""
+        psutil = self._psutil
+        try:
+            process = psutil.Process(pid)
+            with process.oneshot():
+                times = process.cpu_times()
+                return process.memory_info().rss, (times.user + times.system
+                                                   + times.children_user + times.children_system)
+        except psutil.Error:
+            return None
 
     def _row(self, pid: int, ppid: int, status: str, created: float) -> Proc:
         return Proc(pid, ppid, _quietly(os.getpgid, pid), _quietly(os.getsid, pid),
@@ -315,6 +352,19 @@ class Runner:
 
 
 # ---- signals -------------------------------------------------------------------------------
+
+
+def tree_usage(members: Iterable[Proc]) -> tuple[int, float]:
+    """What the live ``members`` of a tree hold now: resident memory (bytes, summed over them:
+    a page two of them share counts twice) and CPU time (seconds, with what each has reaped
+    of its own children). The keeper adds what it reaped itself (getrusage)."""
+    rss, cpu = 0, 0.0
+    procs = table()
+    for proc in members:
+        found = procs.usage(proc.pid)
+        if found is not None:
+            rss, cpu = rss + found[0], cpu + found[1]
+    return rss, cpu
 
 
 def first_signals(signum: int) -> tuple[int, ...]:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 SHELLS = ("bash", "zsh", "fish")
-JOB_COMMANDS = ("status", "history", "logs", "unlock", "pause", "resume")  # NAME: a job's
+JOB_COMMANDS = ("status", "history", "logs", "why", "unlock", "pause", "resume")  # NAME: a job's
 # The values of options with fixed choices, beside run's (whose parsers carry theirs).
 CHOICES = {"--format": FORMATS}
 

@@ -180,6 +180,10 @@ FAMILIES = (
      "End of the job's latest successful run, Unix time."),
     ("cronwrap_last_run_duration_seconds", GAUGE, "Duration of the job's latest finished run."),
     ("cronwrap_last_run_exit_code", GAUGE, "Exit status of the job's latest run that has one."),
+    ("cronwrap_last_run_cpu_seconds", GAUGE, "CPU time of the job's latest finished run, its "
+     "whole process tree, by mode (user, system)."),
+    ("cronwrap_last_run_max_rss_bytes", GAUGE, "Peak resident memory of the largest process of "
+     "the job's latest finished run."),
     ("cronwrap_last_run_status", GAUGE, "1 for the status of the job's latest run."),
     ("cronwrap_runs_in_window", GAUGE, "Runs of the job in the report window, by status."),
     ("cronwrap_missed_slots", GAUGE, "Slots of the job without a run in the report window."),
@@ -247,6 +251,13 @@ def job_samples(report: JobReport, now: datetime) -> list[tuple[str, dict[str, s
             out.append(("cronwrap_last_run_duration_seconds", job, last.duration_ms / 1000))
         if last.exit_code is not None:
             out.append(("cronwrap_last_run_exit_code", job, last.exit_code))
+        if last.cpu_user_ms is not None:
+            out.append(("cronwrap_last_run_cpu_seconds", {**job, "mode": "user"},
+                        last.cpu_user_ms / 1000))
+            out.append(("cronwrap_last_run_cpu_seconds", {**job, "mode": "system"},
+                        (last.cpu_system_ms or 0) / 1000))
+        if last.max_rss_kb is not None:
+            out.append(("cronwrap_last_run_max_rss_bytes", job, last.max_rss_kb * 1024))
         out.append(("cronwrap_last_run_status", {**job, "status": last.shown_status(now)}, 1))
     if s.last_success_at is not None:
         out.append(("cronwrap_last_success_timestamp_seconds", job, s.last_success_at.timestamp()))

@@ -20,16 +20,18 @@ from urllib.parse import quote, urlencode
 
 from cronwrap import __version__
 from cronwrap.errors import CHECK_CRITICAL
-from cronwrap.model import Run, RunAttempt, Status, iso, job_host, shown_job
+from cronwrap.model import (Run, RunAttempt, Status, Step, iso, job_host, memory_text, shown_job,
+                            usage_text)
 from cronwrap.options.durations import format_duration
 from cronwrap.read.monitoring import HEALTH_STATES
 from cronwrap.read.picture import MARKS, Picture, history_picture
 from cronwrap.read.report import (OK, JobReport, ago, alerts_note, duration_text, run_why,
-                                  trigger_words)
+                                  step_status, trigger_words)
 from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.textsafe import safe_text
 
 if TYPE_CHECKING:
+    from cronwrap.read.why import Story
     from cronwrap.schedule import Explanation
 
 REFRESH_OVERVIEW = 30  # seconds: the overview reloads itself (no JavaScript needed)
@@ -377,6 +379,10 @@ def job_page(rep: JobReport | None, name: str, runs: list[Run], chart_runs: list
     if failure is not None:
         parts.append(last_failure_html(name, *failure, now, root, zone))
     parts.append(schedule_html(rep, explanation, words))
+    if rep is not None and rep.summary.schedule:
+        parts.append(f'<form method="get" action="{h(job_href(root, name))}/why"><label>Why '
+                     'did a slot (not) run? <input name="at" placeholder="2026-12-05T01:30 or '
+                     '2026-12-05"></label> <button>tell</button></form>')
     parts.append("<h2>Durations, by slot</h2>" + chart_svg(chart_runs, rep, now, zone))
     if chart_runs:
         parts.append(f'<pre class="strip">{picture_html(history_picture(chart_runs, 60, now))}</pre>')
@@ -420,14 +426,15 @@ def runs_table(base: str, runs: list[Run], now: datetime, pager: Pager,
                zone: tzinfo | None = None) -> str:
     """``base``: the link to the job's page. Start times in ``zone`` and relative."""
     head = ("<tr><th>run</th><th>slot</th><th>trigger</th><th>status</th><th>attempt</th>"
-            f"<th>host</th><th>started ({h(zone_label(zone))})</th><th>duration</th><th>exit</th></tr>")
+            f"<th>host</th><th>started ({h(zone_label(zone))})</th><th>duration</th><th>exit</th>"
+            "<th>cpu+sys mem</th></tr>")
     rows = []
     for r in runs:
         href = f"{base}/runs/{r.run_id}"
         cells = [f'<a href="{h(href)}">{r.run_id}</a>', f'<span class="mono">{h(r.run_key)}</span>',
                  h(r.trigger), status_html(r, now), str(r.attempt), h(r.host or "-"),
                  at_html(r.started_at, now, zone), h(duration_text(r)),
-                 h("-" if r.exit_code is None else r.exit_code)]
+                 h("-" if r.exit_code is None else r.exit_code), h(usage_text(r))]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     nav = []
     if pager.newer:  # an older page: the newest runs are a page or more away
@@ -502,16 +509,18 @@ def chart_svg(runs: list[Run], rep: JobReport | None, now: datetime,
 
 def run_page(run: Run, events: list[dict[str, object]], output: Output, now: datetime,
              site: Site = Site(), root: str = "../../../", zone: tzinfo | None = None,
-             earlier: list[RunAttempt] | None = None) -> str:
+             earlier: list[RunAttempt] | None = None, steps: list[Step] | None = None) -> str:
     """What happened, in words (status and why, how long, where, which attempt and the slot's
-    ``earlier`` ones, why it ran, its slot: times in the job's ``zone``), then its output, then
-    every ledger field of the run and its events from this host's run log, folded."""
+    ``earlier`` ones, why it ran, its slot: times in the job's ``zone``), the slot's ``steps``
+    (cronwrap step), then its output, then every ledger field of the run and its events from
+    this host's run log, folded."""
     fields = run.to_json(now)
     rows = "".join(f"<tr><th>{h(k)}</th><td class=\"mono\">{field_html(k, v)}</td></tr>"
                    for k, v in fields.items())
     parts = [f'<h1><a href="{h(job_href(root, run.job))}">{h(shown_job(run.job))}</a>: run {run.run_id}</h1>',
              f'<p id="verdict">{status_html(run, now)}: {h(run_why(run, now))}</p>',
-             what_html(run, now, zone, earlier or []), "<h2>Output</h2>"]
+             what_html(run, now, zone, earlier or []), steps_html(run, steps or [], now, zone),
+             "<h2>Output</h2>"]
     if output.text is None:
         parts.append('<p class="muted">No captured output here (none in this host\'s log '
                      "directories, and no tail in the ledger).</p>")
@@ -529,6 +538,7 @@ def what_html(run: Run, now: datetime, zone: tzinfo | None, earlier: list[RunAtt
     facts = [
         ("took", "still running" if running else duration_text(run)),
         ("exit", "-" if run.exit_code is None else str(run.exit_code)),
+        ("used", usage_words(run)),
         ("host", (run.host or "-") + (f" (pid {run.pid})" if run.pid else "")),
         ("attempt", str(run.attempt)),
         ("trigger", trigger_words(run.trigger)),
@@ -542,6 +552,34 @@ def what_html(run: Run, now: datetime, zone: tzinfo | None, earlier: list[RunAtt
              f"<tr><th>started</th><td>{at_html(run.started_at, now, zone)}</td></tr>"
              f"<tr><th>finished</th><td>{at_html(run.finished_at, now, zone)}</td></tr>")
     return f'<table id="what">{rows}</table>'
+
+
+def steps_html(run: Run, steps: list[Step], now: datetime, zone: tzinfo | None) -> str:
+    """The slot's steps (cronwrap step), in the order they started: each as the attempt that
+    last started it left it (``history`` lists them too)."""
+    if not steps:
+        return ""
+    rows = []
+    for s in steps:
+        shown = step_status(s, run)
+        rows.append(
+            f'<tr><td class="mono">{h(s.key)}</td><td class="{style_class(shown)}">{h(shown)}</td>'
+            f"<td>{s.attempt}</td><td>{h(s.host or '-')}</td>"
+            f"<td>{at_html(s.started_at, now, zone)}</td>"
+            f"<td>{'-' if s.duration_ms is None else h(format_duration(s.duration_ms / 1000))}</td>"
+            f"<td>{'-' if s.exit_code is None else s.exit_code}</td><td>{s.fence}</td></tr>")
+    return ('<h2>Steps</h2><table id="steps"><tr><th>step</th><th>status</th><th>attempt</th>'
+            "<th>host</th><th>started</th><th>took</th><th>exit</th><th>fence</th></tr>"
+            + "".join(rows) + "</table>")
+
+
+def usage_words(run: Run) -> str:
+    """What the run's tree used: ``CPU 1.2s user, 0.3s system; peak memory 240 MiB``."""
+    if run.cpu_user_ms is None and run.max_rss_kb is None:
+        return "-"
+    cpu = "-" if run.cpu_user_ms is None else \
+        f"{run.cpu_user_ms / 1000:g}s user, {(run.cpu_system_ms or 0) / 1000:g}s system"
+    return f"CPU {cpu}; peak memory {memory_text(run.max_rss_kb)}"
 
 
 def attempt_html(a: RunAttempt, now: datetime, zone: tzinfo | None) -> str:
@@ -583,6 +621,25 @@ def events_table(events: list[dict[str, object]]) -> str:
 
 
 # -- errors ------------------------------------------------------------------------------------
+
+def why_page(story: Story, at: str | None, site: Site = Site(), root: str = "../../") -> str:
+    """``why NAME --at WHEN``'s story, a form to ask about another slot, and a link to the
+    slot's run. Every word of it is escaped: the time asked is the client's."""
+    job = story.facts.job
+    href = job_href(root, job)
+    parts = [f'<h1><a href="{h(href)}">{h(shown_job(job))}</a>: why?</h1>',
+             f'<form method="get" action="{h(href)}/why"><label>slot <input name="at" '
+             f'value="{h(at or "")}" placeholder="2026-12-05T01:30 or 2026-12-05"></label> '
+             '<button>tell</button> <span class="muted">(a time or a date in the job\'s zone; '
+             'empty: the next slot)</span></form>',
+             f'<p id="verdict"><span class="{h(style_class(story.status or story.verdict))}">'
+             f"{h(story.verdict)}</span></p>",
+             '<div id="story">' + "".join(f"<p>{h(line)}</p>" for line in story.lines) + "</div>"]
+    row = story.facts.row
+    if row is not None:
+        parts.append(f'<p><a href="{h(href)}/runs/{row.run_id}">run {row.run_id}</a></p>')
+    return document(f"{shown_job(job)}: why", root, "".join(parts), None, site)
+
 
 def problem_page(status: int, title: str, detail: str, site: Site = Site(),
                  root: str = "./") -> str:

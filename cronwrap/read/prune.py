@@ -28,7 +28,7 @@ from cronwrap.errors import PathError
 from cronwrap.model import job_host
 from cronwrap.paths import check_dir, file_name
 from cronwrap.record import TYPE_CHECKING, Record
-from cronwrap.run.runlog import EVENTS_FILE, prune_event_logs, prune_outputs
+from cronwrap.run.runlog import EVENTS_FILE, OUTPUT_SUFFIXES, prune_event_logs, prune_outputs
 
 if TYPE_CHECKING:
     from typing import Callable, Container, Iterable
@@ -97,7 +97,7 @@ def _mark_row_output(own: OwnDirs, job: str, path: str) -> None:
     job_dir, name = os.path.split(os.path.abspath(path))
     directory, sub = os.path.split(job_dir)
     if sub == file_name(job) and job in own.get(directory, {}):
-        own[directory][job].add(name)
+        own[directory][job].update((name, name.removesuffix(".log") + ".times"))
 
 
 def _prune_default(log_dir: Path, age: float, now: float) -> int:
@@ -173,10 +173,11 @@ def _digits(text: str) -> bool:
 
 
 def _is_output_name(name: str) -> bool:
-    """``RUN_ID.ATTEMPT.log``, as runlog.output_path names a run's captured output."""
+    """``RUN_ID.ATTEMPT.log``, as runlog.output_path names a run's captured output, and its
+    ``--timestamps`` record ``RUN_ID.ATTEMPT.times``."""
     run_id, _, rest = name.partition(".")
     attempt, _, suffix = rest.partition(".")
-    return _digits(run_id) and _digits(attempt) and suffix == "log"
+    return _digits(run_id) and _digits(attempt) and "." + suffix in OUTPUT_SUFFIXES
 
 
 def _is_rotated_log(name: str) -> bool:

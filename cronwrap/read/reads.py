@@ -18,17 +18,23 @@ from pathlib import Path
 
 from cronwrap.errors import CHECK_UNKNOWN, CronwrapError, UsageError
 from cronwrap.ledger.url import open_ledger
-from cronwrap.model import job_host
+from cronwrap.model import job_host, shown_job
 from cronwrap.options import config as files, spec
 from cronwrap.paths import resolve_dirs
 from cronwrap.record import TYPE_CHECKING
 from cronwrap.stdio import write_utf8
+from cronwrap.textsafe import safe_text
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from cronwrap.ledger import base
+    from cronwrap.model import JobInfo
     from cronwrap.model import RunTally
     from cronwrap.options.config import Config
     from cronwrap.read.report import JobReport
+    from cronwrap.read.why import Story
+    from cronwrap.schedule import Schedule
 
 FORMATS = ("table", "json", "prometheus")
 
@@ -184,7 +190,7 @@ def _status(names: list[str] | None, since: str, as_json: bool, output_format: s
     opened = ledger(db, read_only=True)
     try:
         if len(names) == 1 and output_format == "table" and not (as_json or check or textfile):
-            runs = opened.runs(one_job(opened, names[0], host), 60, since_at)
+            runs = opened.with_usage(opened.runs(one_job(opened, names[0], host), 60, since_at))
             report.render_runs(runs, taken, opened.attempts(runs, taken))
             return 0
         jobs = jobs_shown(opened, names, host)
@@ -245,23 +251,24 @@ def history(name: str, limit: int, as_json: bool, host: str | None, db: str | No
     opened = ledger(db, read_only=True)
     try:
         name = one_job(opened, name, host)
-        runs = opened.runs(name, limit)
+        runs = opened.with_usage(opened.runs(name, limit))
         if not runs and opened.job_info(name) is None:
             raise UsageError(f"{name}: no such job in this ledger (check the name with "
                              "cronwrap status)")
         attempts = opened.attempts(runs, taken)
+        steps = opened.steps(runs)
     finally:
         opened.close()
     if as_json:
-        sys.stdout.write(_json([report.history_json(r, attempts[r.run_id], taken)
-                                for r in runs]) + "\n")
+        sys.stdout.write(_json([report.history_json(r, attempts[r.run_id], taken,
+                                                    steps[r.run_id]) for r in runs]) + "\n")
     else:
-        report.render_runs(runs, taken, attempts)
+        report.render_runs(runs, taken, attempts, steps)
     return 0
 
 
 def logs(name: str, run_id: int | None, last: bool, attempt: int | None, follow: bool,
-         raw: bool, host: str | None, db: str | None) -> int:
+         raw: bool, timestamps: bool, host: str | None, db: str | None) -> int:
     """``last`` (--last) is what no RUN_ID means anyway."""
     from cronwrap.read import logs as logview
 
@@ -271,7 +278,8 @@ def logs(name: str, run_id: int | None, last: bool, attempt: int | None, follow:
     opened = ledger(db, read_only=True)
     try:
         return logview.show(opened, one_job(opened, name, host), run_id, follow, dirs,
-                            escape=not raw and sys.stdout.isatty(), attempt=attempt)
+                            escape=not raw and sys.stdout.isatty(), attempt=attempt,
+                            timestamps=timestamps)
     finally:
         opened.close()
 
@@ -291,3 +299,100 @@ def explain(expression: str, tz: str | None, count: int, start: str | None,
         report.render_explain(result)
     return 0
 
+
+
+# -- why ---------------------------------------------------------------------------------------
+
+def why(name: str, at: str | None, as_json: bool, host: str | None, db: str | None) -> int:
+    """The story of one slot (read/why.py). Reads only: never a write to the ledger."""
+    name = job_name(name)
+    host = host_option(host)
+    taken = now()
+    opened = ledger(db, read_only=True)
+    try:
+        told = why_story(opened, one_job(opened, name, host), at, taken, log_dirs(name))
+    finally:
+        opened.close()
+    if as_json:
+        sys.stdout.write(_json(told.to_json()) + "\n")
+    else:
+        write_utf8(safe_text(told.text, lines=True))  # a shared ledger's words are anyone's
+    return 0
+
+
+def why_story(opened: base.Ledger, job: str, at: str | None, taken: datetime,
+              dirs: list[Path]) -> Story:
+    """``why``'s story of ledger job ``job``'s slot ``at`` (None: the next), for ``why`` and
+    ``serve``: the ledger's row and attempts of the slot, its pauses, the job's first and
+    newest slots, this host's run log (in ``dirs``, ``log_dirs``'s). UsageError: no such job, no schedule, a bad WHEN."""
+    from cronwrap.read import why as story
+
+    schedule, template, notes = _schedule_of(job, opened.job_info(job))
+    asked = story.question(schedule, at, taken)
+    row, attempts = None, []
+    if asked.slot is not None:
+        from cronwrap.schedule import run_key
+
+        row = opened.run_by_key(job, run_key(asked.slot, template))
+        attempts = opened.attempts([row], taken)[row.run_id] if row is not None else []
+    pauses = opened.pauses()
+    summary = next(iter(opened.summaries(taken, [job])), None)
+    facts = story.Facts(job, schedule, template, row, attempts, pauses,
+                        summary.first_seen if summary else None,
+                        summary.last_slot if summary else None,
+                        _slot_events(job, asked.slot, template, dirs),
+                        this_host(job_host(job)[0]), notes)
+    return story.tell(asked, facts, taken)
+
+
+def _schedule_of(job: str, info: JobInfo | None) -> tuple[Schedule, str | None, list[str]]:
+    """The job's schedule, zone and key as its firings recorded them in the ledger, else as
+    this host's config file gives them ([jobs.NAME]); a one-line error without either."""
+    from cronwrap import schedule as sched
+
+    name = job_host(job)[0]
+    loaded = config()
+    section = loaded.jobs.get(name, {}) if loaded is not None else {}
+    expr, tz, key, notes = None, None, None, []
+    if info is not None and info.schedule:
+        expr, tz, key = info.schedule, info.tz, info.key_template
+        given = section.get("schedule")
+        if isinstance(given, str) and given and (given, section.get("tz") or tz) != (expr, tz):
+            notes.append(f"(the config file here gives {given!r}"
+                         f"{' in ' + str(section['tz']) if section.get('tz') else ''}; the "
+                         "ledger's, from the job's last firing, is the one told)")
+    elif isinstance(section.get("schedule"), str) and section["schedule"]:
+        given_tz, given_key = section.get("tz"), section.get("key")
+        expr = str(section["schedule"])
+        tz = given_tz if isinstance(given_tz, str) else None
+        key = given_key if isinstance(given_key, str) else None
+        notes.append("(the ledger has no schedule for it yet: the config file's is told)")
+    if expr is None:
+        if info is None:
+            raise UsageError(f"{shown_job(job)}: no such job in this ledger (check the name "
+                             "with cronwrap status)")
+        raise UsageError(f"{shown_job(job)}: no schedule is recorded for it (cron has not run "
+                         "it with --schedule yet): why tells the slots of a schedule")
+    zone = sched.load_zone(str(tz) if tz else "UTC")
+    return sched.Schedule.parse(str(expr), zone, str(tz) if tz else "UTC"), \
+        str(key) if key else None, notes
+
+
+def _slot_events(job: str, slot: datetime | None, template: str | None,
+                 dirs: list[Path]) -> list[dict[str, Any]]:
+    """This host's run-log lines about the slot, from ``dirs`` (those ``logs`` reads)."""
+    if slot is None:
+        return []
+    from cronwrap.read import why as story
+    from cronwrap.run.runlog import read_events
+    from cronwrap.schedule import run_key
+
+    name, host = job_host(job)
+    found: list[dict[str, Any]] = []
+    for directory in dirs:
+        try:
+            found += story.slot_events(read_events(directory), name, host,
+                                       run_key(slot, template), slot)
+        except (OSError, ValueError):
+            continue
+    return sorted(found, key=lambda e: str(e.get("ts")))

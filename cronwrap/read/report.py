@@ -13,7 +13,8 @@ from datetime import datetime, timedelta
 
 from cronwrap.errors import CronwrapError
 from cronwrap.model import (BAD_STATUSES, DONE_STATUSES, FORMAT_VERSION, JobSummary, Pause,
-                            Reason, Run, Status, Trigger, active_pause, iso, job_host, shown_job)
+                            Reason, Run, Status, Trigger, active_pause, iso, job_host,
+                            memory_text, shown_job, usage_text)
 from cronwrap.options.durations import format_duration
 from cronwrap.read.table import Cell, Screen, render_table, render_text
 from cronwrap.record import TYPE_CHECKING, Record
@@ -21,7 +22,7 @@ from cronwrap.textsafe import safe_text
 
 if TYPE_CHECKING:
     from cronwrap.ledger import base
-    from cronwrap.model import AlertState, RunAttempt
+    from cronwrap.model import AlertState, RunAttempt, Step
     from cronwrap.read.picture import Picture
     from cronwrap.schedule import Explanation, Schedule
 
@@ -39,9 +40,10 @@ class JobReport(Record):
     missed: int = 0  # slots without a run: recorded missed + late
     late: int = 0  # slots passed that no host has fired yet (recorded missed by the next firing)
     slow: str | None = None  # --slow-factor: why the last run counts as slow
+    heavy: str | None = None  # --memory-factor: why the last run's memory counts as unusual
     pause: Pause | None = None  # the pause in force (cronwrap pause): health ok, its slots skipped
     alerts: list[AlertState]  # the job's open alerts (cronwrap watch)
-    _defaults = dict(next_due_at=None, missed=0, late=0, slow=None, pause=None)
+    _defaults = dict(next_due_at=None, missed=0, late=0, slow=None, heavy=None, pause=None)
     _factories = dict(alerts=list)
 
     @property
@@ -77,7 +79,7 @@ def assess(summary: JobSummary, now: datetime, missed: int = 0, late: int = 0,
         return CRITICAL, f"last run {shown}"
     if shown == Status.WARNING:
         return WARNING, f"last run warning ({warning_detail(last)})"
-    if slow:
+    if slow:  # --slow-factor, and --memory-factor's note
         return WARNING, slow
     if last.skew_ms is not None and abs(last.skew_ms) > LATE_GRACE.total_seconds() * 1000:
         return WARNING, (f"host {last.host} fired {abs(last.skew_ms) / 1000:.0f}s "
@@ -124,6 +126,9 @@ def run_why(run: Run, now: datetime) -> str:
     if reason == Reason.LEASE_LOST:
         return ("cronwrap ended it: its lease was lost (another runner took the slot over, or "
                 "the ledger was unreachable for longer than the lease)")
+    if reason in (Reason.MEMORY, Reason.CPU):
+        limit = "--max-memory" if reason == Reason.MEMORY else "--max-cpu"
+        return f"cronwrap ended its tree: it went over {limit} (exit {code})"
     if shown in (Status.SKIPPED, Status.MISSED):
         return _SKIP_WORDS.get(reason or "", f"not run ({reason})" if reason else
                               "the slot passed without a run")
@@ -168,7 +173,14 @@ def job_reports(ledger: base.Ledger, since: datetime, names: list[str] | None,
     for state in ledger.alerts(now):
         if state.closed_at is None:
             alerts.setdefault(state.alert.job, []).append(state)
-    for summary in ledger.summaries(since, names):
+    summaries = ledger.summaries(since, names)
+    # What the last runs used (expansion 6): one read for them all, for --json and the metrics.
+    used = {r.run_id: r for r in ledger.with_usage([s.last_run for s in summaries
+                                                     if s.last_run is not None])}
+    for summary in summaries:
+        if summary.last_run is not None:
+            summary = summary.replace(last_run=used.get(summary.last_run.run_id,
+                                                        summary.last_run))
         key = (summary.schedule, summary.tz, summary.last_slot)
         if key not in known:
             known[key] = schedule_state(summary, now)
@@ -178,10 +190,12 @@ def job_reports(ledger: base.Ledger, since: datetime, names: list[str] | None,
             late = 0  # a paused job's slots are not due: none is late
         missed = summary.counts.get(Status.MISSED, 0) + late
         slow = slow_note(summary, ledger)
-        health, why = assess(summary, now, missed, late, slow, pause)
+        heavy = heavy_note(summary, ledger)
+        flagged = "; ".join(note for note in (slow, heavy) if note) or None
+        health, why = assess(summary, now, missed, late, flagged, pause)
         reports.append(JobReport(summary=summary, health=health, why=why, now=now,
                                  next_due_at=next_due, missed=missed, late=late, slow=slow,
-                                 pause=pause, alerts=alerts.get(summary.job, [])))
+                                 heavy=heavy, pause=pause, alerts=alerts.get(summary.job, [])))
     return reports
 
 
@@ -236,6 +250,38 @@ def slow_note(summary: JobSummary, ledger: base.Ledger) -> str | None:
             f"{format_duration(usual)}")
 
 
+def memory_factor(summary: JobSummary) -> float | None:
+    """The job's --memory-factor, as its firings recorded it (None: off)."""
+    value = setting(summary, "memory_factor")
+    return value if value is not None and value >= 1 else None
+
+
+def memory_note(factor: float | None, last_kb: int | None, earlier_kb: list[int]) -> str | None:
+    """``memory: peak 900 MiB, more than 3x its usual p95 of 200 MiB`` when a run's peak
+    memory ``last_kb`` is more than ``factor`` times the p95 of ``earlier_kb`` (the peaks of
+    the successful runs before it, at least P95_MIN_RUNS of them); else None. Pure."""
+    if factor is None or last_kb is None:
+        return None
+    usual = p95([float(kb) for kb in earlier_kb])
+    if usual is None or last_kb <= factor * usual:
+        return None
+    return (f"memory: peak {memory_text(last_kb)}, more than {factor:g}x its usual p95 of "
+            f"{memory_text(round(usual))}")
+
+
+def heavy_note(summary: JobSummary, ledger: base.Ledger) -> str | None:
+    """memory_note for the job's last finished run, when it has --memory-factor F: only jobs
+    with a factor cost a read (its last 50 runs and what they used)."""
+    factor, last = memory_factor(summary), summary.last_run
+    if factor is None or last is None or last.max_rss_kb is None \
+            or last.status not in DONE_STATUSES:
+        return None
+    earlier = [r.max_rss_kb for r in ledger.with_usage(ledger.runs(summary.job, P95_RUNS + 1))
+               if r.run_id != last.run_id and r.status == Status.SUCCEEDED
+               and r.max_rss_kb is not None][:P95_RUNS]
+    return memory_note(factor, last.max_rss_kb, earlier)
+
+
 def plan_of(summary: JobSummary) -> Schedule | None:
     """The job's recorded schedule, parsed (None: none, or one this version cannot read)."""
     if not summary.schedule:
@@ -268,10 +314,31 @@ def schedule_state(summary: JobSummary, now: datetime) -> tuple[datetime | None,
     return plan.next_after(now), late
 
 
-def history_json(run: Run, attempts: list[RunAttempt], now: datetime) -> dict[str, object]:
-    """A run as ``history --json`` and serve's history API show it: with its attempts."""
+def history_json(run: Run, attempts: list[RunAttempt], now: datetime,
+                 steps: list[Step] | None = None) -> dict[str, object]:
+    """A run as ``history --json`` and serve's history API show it: with its attempts and
+    its slot's steps (cronwrap step), in the order they started."""
     return {"format": FORMAT_VERSION, **run.to_json(now),
-            "attempts": [a.to_json() for a in attempts]}
+            "attempts": [a.to_json() for a in attempts],
+            "steps": [s.to_json() for s in steps or ()]}
+
+
+def step_status(step: Step, run: Run) -> str:
+    """A step as a person reads it: one left ``running`` by an attempt that is no longer the
+    slot's (its runner died or was taken over) is ``abandoned``."""
+    if step.status == Status.RUNNING and (run.status != Status.RUNNING or run.fence != step.fence):
+        return Status.ABANDONED
+    return step.status
+
+
+def step_cells(step: Step, run: Run, now: datetime) -> list[Cell]:
+    """A step's row of the runs table, under its run's."""
+    shown = step_status(step, run)
+    return _cells("", cell(f"step {step.key}"), "", cell(shown, _COLOURS.get(shown, "white")),
+                  str(step.attempt), step.host or "-", ago(step.started_at, now),
+                  "-" if step.duration_ms is None else format_duration(step.duration_ms / 1000),
+                  "-" if step.exit_code is None else str(step.exit_code), str(step.fence),
+                  "")  # a step's usage is in its attempt's
 
 
 def run_json(run: Run | None, now: datetime) -> dict[str, object] | None:
@@ -349,7 +416,7 @@ def _cells(*values: str | Cell) -> list[Cell]:
 STATUS_COLUMNS = ["JOB", "LAST RUN", "STATUS", "EXIT", "DURATION", "LAST SUCCESS", "NEXT DUE",
                   "RUNNING", "HEALTH"]
 RUN_COLUMNS = ["RUN", "SLOT", "TRIGGER", "STATUS", "ATTEMPT", "HOST", "STARTED", "DURATION",
-               "EXIT", "FENCE"]
+               "EXIT", "FENCE", "CPU+SYS MEM"]
 
 
 def render_status(reports: list[JobReport], now: datetime) -> None:
@@ -375,7 +442,8 @@ def render_status(reports: list[JobReport], now: datetime) -> None:
 
 
 def render_runs(runs: list[Run], now: datetime,
-                attempts: dict[int, list[RunAttempt]] | None = None) -> None:
+                attempts: dict[int, list[RunAttempt]] | None = None,
+                steps: dict[int, list[Step]] | None = None) -> None:
     """The runs table; with ``attempts`` (``Ledger.attempts``), a slot's earlier attempts
     under its row, and the slot marked (``*`` after its attempt) when its job ran more than
     once."""
@@ -388,12 +456,14 @@ def render_runs(runs: list[Run], now: datetime,
                            f"{r.attempt} *" if earlier else str(r.attempt), r.host or "-",
                            ago(r.started_at, now), duration_text(r),
                            "-" if r.exit_code is None else str(r.exit_code),
-                           str(r.fence or "-")))
+                           str(r.fence or "-"), usage_text(r)))
         rows += [_cells("", "", "", attempt_status_cell(a), str(a.attempt), a.host or "-",
                         ago(a.started_at, now),
                         "-" if a.duration_ms is None else format_duration(a.duration_ms / 1000),
-                        "-" if a.exit_code is None else str(a.exit_code), str(a.fence or "-"))
+                        "-" if a.exit_code is None else str(a.exit_code), str(a.fence or "-"),
+                        usage_text(a))
                  for a in reversed(earlier)]
+        rows += [step_cells(step, r, now) for step in (steps or {}).get(r.run_id, [])]
     screen = Screen.of_stdout()
     out = []
     if runs:

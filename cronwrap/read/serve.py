@@ -5,8 +5,8 @@ ledger gives a page that says so, never a hang, and a PostgreSQL server that com
 used again without a restart. One more ledger object is held open only to ask the ledger's
 change token (``Ledger.change_token``) on each request: the overview and /metrics are kept
 between requests while it is the same, for at most KEEP_FOR seconds (``Kept``). Facts come from the functions behind ``status --json``,
-``history --json``, ``status --format prometheus``, ``explain`` and ``logs`` (report.py,
-monitor.py, schedule/, logview.py); pages.py draws them.
+``history --json``, ``status --format prometheus``, ``explain``, ``logs`` and ``why`` (report.py,
+monitor.py, schedule/, logview.py, why.py through ``reads.why_story``); pages.py draws them.
 
 Every client is untrusted, on loopback too (another user of the host is a client): every
 request needs the token (``Auth``), sent as ``Authorization: Bearer TOKEN`` or, once, as
@@ -19,7 +19,7 @@ resolve to anything), and every page says so. No endpoint writes; any method but
 HEAD is refused (405), and a request body before anything else (webserver.py, with the
 guards against idle and slow connections). Every page carries a Content-Security-Policy that
 allows no script and no fetch (a form only to the dashboard itself: the overview's filter is a
-GET form), and nosniff. Answers are bounded: at most HISTORY_MAX runs a
+GET form, and so is the why page's), and nosniff. Answers are bounded: at most HISTORY_MAX runs a
 request, pages of PAGE_SIZE runs read by run id (keyset), long JSON streamed.
 
 waitress is imported only by :func:`serve`: ``run`` never imports this module.
@@ -44,11 +44,12 @@ from urllib.parse import parse_qs, unquote, unquote_plus
 from cronwrap import schedule as sched
 from cronwrap.commands import default
 from cronwrap.errors import CronwrapError, PathError, UsageError
-from cronwrap.model import JobSummary, Run, RunAttempt, Status, job_host, ledger_job, shown_job
+from cronwrap.model import (JobSummary, Run, RunAttempt, Status, Step, job_host, ledger_job,
+                            shown_job)
 from cronwrap.options.durations import parse_duration
 from cronwrap.paths import ensure_private_dir, file_name, open_private, resolve_dirs
 from cronwrap.read import pages
-from cronwrap.read import monitoring as monitor, report
+from cronwrap.read import monitoring as monitor, reads, report
 from cronwrap.read.logs import open_below
 from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.run.runlog import output_path, read_events
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
 
     from cronwrap.ledger import base
     from cronwrap.read.report import JobReport
+    from cronwrap.read.why import Story
     from cronwrap.schedule import Explanation
 
     T = TypeVar("T")
@@ -516,6 +518,10 @@ class Dashboard:
 
         if len(seg) >= 4 and seg[:2] == ["api", "jobs"] and seg[-1] == "history":
             return self.api_history(job(seg[2:-1]), params)
+        if len(seg) >= 4 and seg[:2] == ["api", "jobs"] and seg[-1] == "why":
+            return self.why(job(seg[2:-1]), params, root, as_json=True)
+        if len(seg) >= 3 and seg[0] == "jobs" and seg[-1] == "why" and any(seg[1:-1]):
+            return self.why(job(seg[1:-1]), params, root)
         if len(seg) >= 4 and seg[0] == "jobs" and seg[-2] == "runs":
             return self.run(job(seg[1:-2]), seg[-1], root)
         if len(seg) >= 2 and seg[0] == "jobs" and any(seg[1:]):
@@ -635,21 +641,24 @@ class Dashboard:
         count = int(limit)
 
         def work(ledger: base.Ledger, now: datetime
-                 ) -> tuple[list[Run], dict[int, list[RunAttempt]], datetime] | None:
+                 ) -> tuple[list[Run], dict[int, list[RunAttempt]], dict[int, list[Step]],
+                            datetime] | None:
             runs = ledger.runs(name, count + 1, before=None if before is None else int(before))
+            runs = ledger.with_usage(runs[:count]) + runs[count:]
             if not runs and ledger.job_info(name) is None:
                 return None
-            return runs, ledger.attempts(runs[:count], now), now
+            return runs, ledger.attempts(runs[:count], now), ledger.steps(runs[:count]), now
 
         found = self.read(work)
         if found is None:
             return Response(404, b"[]\n", JSON, [])
-        runs, attempts, now = found
+        runs, attempts, steps, now = found
         extra = []
         if len(runs) > count:  # older runs: the next page's URL, relative to this one
             runs = runs[:count]
             extra.append(("Link", f'<history?limit={count}&before={runs[-1].run_id}>; rel="next"'))
-        return self.json(runs, lambda r: report.history_json(r, attempts[r.run_id], now), extra)
+        return self.json(runs, lambda r: report.history_json(r, attempts[r.run_id], now,
+                                                             steps[r.run_id]), extra)
 
     def json(self, items: Sequence[T], encode: Callable[[T], dict[str, object]],
              extra: list[tuple[str, str]] | None = None) -> Response:
@@ -675,6 +684,7 @@ class Dashboard:
                 shown = ledger.runs(name, PAGE_SIZE + 1, before=before)
                 above = shown[0].run_id if shown else before - 1
                 newer = ledger.runs_after(name, above, PAGE_SIZE + 1)
+            shown = ledger.with_usage(shown[:PAGE_SIZE]) + shown[PAGE_SIZE:]
             reports = self.reports(ledger, now, [name])
             return (reports[0] if reports else None), chart, shown, newer, now
 
@@ -696,22 +706,53 @@ class Dashboard:
             return self.not_found("No such run", "A run id is a number.", root)
 
         def work(ledger: base.Ledger, now: datetime
-                 ) -> tuple[Run, list[RunAttempt], str | None, datetime] | None:
+                 ) -> tuple[Run, list[RunAttempt], list[Step], str | None, datetime] | None:
             run = ledger.get_run(name, int(run_id))
             if run is None:
                 return None
+            run = ledger.with_usage([run])[0]
             info = ledger.job_info(name)
             earlier = ledger.attempts([run], now).get(run.run_id, [])[:-1]
-            return run, earlier, info.tz if info else None, now
+            steps = ledger.steps([run]).get(run.run_id, [])
+            return run, earlier, steps, info.tz if info else None, now
 
         found = self.read(work)
         if found is None:
             return self.not_found("No such run", f"The job {shown_job(name)!r} has no run {run_id}.",
                                   root)
-        run, earlier, tz, now = found
+        run, earlier, steps, tz, now = found
         dirs = self.log_dirs(job_host(name)[0])
         return html(200, pages.run_page(run, run_events(run, dirs), captured_output(run, dirs),
-                                        now, self.site, root, zone_of(tz), earlier))
+                                        now, self.site, root, zone_of(tz), earlier, steps))
+
+    def why(self, name: str, params: dict[str, str], root: str = "../../",
+            as_json: bool = False) -> Response:
+        """``why NAME --at WHEN`` (``?at=WHEN``; none: the next slot), as a page or, under
+        /api/, as ``why --json``'s object."""
+        at = params.get("at", "").strip() or None
+        if at is not None and len(at) > QUERY_MAX:
+            return text(400, f"at: at most {QUERY_MAX} characters")
+
+        def work(ledger: base.Ledger, now: datetime) -> Story | str | None:
+            if ledger.job_info(name) is None and not ledger.runs(name, 1):
+                return None
+            try:
+                return reads.why_story(ledger, name, at, now, self.log_dirs(job_host(name)[0]))
+            except UsageError as exc:  # a bad ?at=, or a job without a schedule: one line
+                return str(exc)
+
+        found = self.read(work)
+        if found is None:
+            if as_json:
+                return Response(404, b"{}\n", JSON, [])
+            return self.not_found("No such job", f"The ledger has no job named {name!r}.", root)
+        if isinstance(found, str):  # never the client's own text echoed back
+            return text(400, "at: a time (2026-10-28T01:30 in the job's zone, or with an "
+                        "offset or Z) or a date (2026-10-28)" if found.startswith("--at")
+                        else found)
+        if as_json:
+            return Response(200, (json.dumps(found.to_json(), indent=2) + "\n").encode(), JSON, [])
+        return html(200, pages.why_page(found, at, self.site, root))
 
     def not_found(self, title: str, detail: str, root: str = "./") -> Response:
         return html(404, pages.problem_page(404, title, detail, self.site, root))
@@ -840,12 +881,34 @@ def zone_of(tz: str | None) -> tzinfo:
     return (sched.find_zone(tz) if tz else None) or timezone.utc
 
 
+# glibc's malloc (mallopt(3)): M_MMAP_THRESHOLD fixed (its dynamic threshold climbs to the
+# largest block freed, so each drawing's 1.3 MB /metrics text and its copies then come from a
+# heap that never gives them back) and M_ARENA_MAX 2 (one heap per thread, up to 8 a core, each
+# keeping what its thread freed). Measured by bench/run.py's serve row over 1M runs / 500 jobs,
+# after a warm-up of each load and then ~60,000-78,000 more requests: VmRSS 81.7 -> 94.4 MiB
+# (+16 %) as glibc's defaults are, 66.6 -> 65.5 MiB with these two (bench/results.md, issue 24).
+M_MMAP_THRESHOLD, M_ARENA_MAX, MMAP_THRESHOLD, ARENAS = -3, -8, 128 * 1024, 2
+
+
+def steady_heap() -> None:
+    """Keep a long-running server's memory flat (above); nothing where malloc is not glibc's."""
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (AttributeError, OSError):  # musl, or no libc to load
+        return
+    mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    mallopt(M_ARENA_MAX, ARENAS)
+
+
 def serve(app: Dashboard, listen: Listen, made: bool = False, threads: int = THREADS) -> int:
     """Serve ``app`` until interrupted (SIGINT or SIGTERM). ``made``: its token was made at
     start, to be kept in a file (removed at the end) and printed in a URL. One line says
     where it listens and how it is protected."""
     import signal
 
+    steady_heap()
     try:
         from cronwrap.read import webserver  # waitress, loaded only to serve
     except ImportError:

@@ -59,10 +59,12 @@ def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
     spec, run = inv.spec, claim.run
     assert run is not None and run.fence is not None
     zone = inv.timing.schedule.zone if inv.timing.schedule else cron_zone(inv.environ)
-    env = job_environment(inv.environ, spec.env_extra, run, spec.host, zone)
+    steps_from = inv.forced_from.setdefault(run.run_key, run.fence) if spec.force else 0
+    env = job_environment(inv.environ, spec.env_extra, run, spec.host, zone,
+                          spec.db or f"sqlite://{inv.dirs.ledger_file}", steps_from)
     inv.redactor = Redactor(secret_values(env), spec.redact or (), guard=CpuBudget())
     log_id = run.run_id if ledger is not None else f"unrecorded-{int(inv.now)}"
-    files = RunFiles(inv.log_dir, spec.name, log_id, run.attempt, inv.redactor)
+    files = RunFiles(inv.log_dir, spec.name, log_id, run.attempt, inv.redactor, spec.timestamps)
     capture = files.capture
     if capture.error:
         inv.events.report(capture.error)
@@ -74,8 +76,8 @@ def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
     supervisor = inv.world.supervisor(
         SuperviseSpec(argv=spec.command, env=env, timeout=spec.timeout,
                       kill_after=spec.kill_after, signal=spec.signal,
-                      leave_orphans=spec.leave_orphans,
-                      pass_fds=(lock.fd_for_job,) if lock and lock.fd_for_job is not None else ()),
+                      leave_orphans=spec.leave_orphans, max_memory=spec.max_memory,
+                      max_cpu=spec.max_cpu, pass_fds=(lock.fd_for_job,) if lock and lock.fd_for_job is not None else ()),
         capture, lambda job: on_spawn(inv, lock, job), passthrough)
     heartbeat = None
     if ledger is not None:
@@ -104,7 +106,9 @@ def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
               signal=outcome.signal, skip_reason=result.skip_reason, orphans=outcome.orphans,
               forwarded=outcome.forwarded or None, spawn_error=outcome.spawn_error,
               output_bytes=capture.total, output_dropped=dropped,
-              passthrough_error=passthrough_error(passthrough), **wrapper_usage())
+              passthrough_error=passthrough_error(passthrough), cpu_user_ms=result.cpu_user_ms,
+              cpu_system_ms=result.cpu_system_ms, max_rss_kb=result.max_rss_kb,
+              **wrapper_usage())
     if result.skip_reason == Reason.TOO_FAST:
         inv.event(Event.WARNING, run=run, status=result.status, skip_reason=result.skip_reason,
                   message=f"succeeded in {format_duration(outcome.duration)}, less than "
@@ -112,6 +116,9 @@ def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
                           "warning (too_fast)")
     if outcome.spawn_error:
         warn(f"{spec.name}: {outcome.spawn_error}")
+    if outcome.limit_detail:  # --max-memory, --max-cpu
+        warn(f"{spec.name}: {outcome.limit_detail}: the job was ended ({result.status}, "
+             f"{result.skip_reason})")
     files.tidy(spec.keep_logs, time.time())
     # The slot was taken over: another runner's record stands. Whatever the job itself did (it
     # may have run to its end while this wrapper was stopped), cron sees a status of its own,
@@ -164,7 +171,13 @@ def finish_of(spec: JobSpec, outcome: Outcome, exit_status: int, files: RunFiles
         status=status, duration_ms=int(outcome.duration * 1000), exit_code=exit_status,
         signal=outcome.signal, timed_out=outcome.timed_out, error_tail=tail,
         log_path=files.log_path, skip_reason=reason,
+        cpu_user_ms=ms(outcome.cpu_user), cpu_system_ms=ms(outcome.cpu_system),
+        max_rss_kb=outcome.max_rss_kb,
     )
+
+
+def ms(seconds: float | None) -> int | None:
+    return None if seconds is None else round(seconds * 1000)
 
 
 def record_finish(inv: Invocation, ledger: base.Ledger, run: Run, result: Finish) -> bool:

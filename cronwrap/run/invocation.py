@@ -89,6 +89,10 @@ class Invocation:
         self.pinger: Pinger | None = None  # the runner's, for a job that pings
         self.redactor: Redactor | None = None  # the job's secrets, once its environment is known
         self.settings = job_settings(spec)
+        # Under --force, each slot's first fence of this invocation: the job's steps count
+        # from it (CRONWRAP_STEPS_FROM), so a forced re-run does them again and its retries
+        # keep what it did.
+        self.forced_from: dict[str, int] = {}
 
     def event(self, event: Event, run: Run | None = None, slot: SlotRun | None = None,
               **fields: Any) -> None:
@@ -133,7 +137,7 @@ class Invocation:
 
 def job_settings(spec: JobSpec) -> str | None:
     """What prune must respect, kept with the job (JSON): the catch-up policy and window, and
-    the job's own --log-dir; and what status must know: --slow-factor."""
+    the job's own --log-dir; and what status must know: --slow-factor, --memory-factor."""
     settings: dict[str, object] = {}
     if spec.schedule is not None and spec.catchup != "none":
         settings.update(catchup=spec.catchup, catchup_window=spec.catchup_window)
@@ -141,6 +145,8 @@ def job_settings(spec: JobSpec) -> str | None:
         settings["log_dir"] = str(spec.log_dir)
     if spec.slow_factor:
         settings["slow_factor"] = spec.slow_factor
+    if spec.memory_factor:
+        settings["memory_factor"] = spec.memory_factor
     # and what `watch` must know: when a failing streak alerts, when a live run is stuck
     if spec.alert_after != 1:
         settings["alert_after"] = spec.alert_after

@@ -34,18 +34,27 @@ JOB_VARIABLES = {
     "CRONWRAP_FENCE": "a fencing token: it strictly increases with every claim of this job, so "
                       "downstream writes can reject a smaller one (0 for an unrecorded run)",
     "CRONWRAP_HOST": "the host identity used in the ledger (`--host`)",
+    "CRONWRAP_LEDGER": "the ledger this run is recorded in (`--db`, or `sqlite:///PATH` of the "
+                       "embedded one), for `cronwrap step`. A password in the URL is passed "
+                       "as given (the job is the same user), and cronwrap never prints it; "
+                       "prefer `~/.pgpass` or a service file to a password in the URL",
+    "CRONWRAP_STEPS_FROM": "the fence from which `cronwrap step` counts a step done: 0, or "
+                           "under `run --force` the fence of the forced run's first attempt, "
+                           "so a forced re-run does every step again and its retries keep "
+                           "what it did",
 }
 
 
 def job_environment(environ: dict[str, str], extra: dict[str, str], run: Run, host: str,
-                    zone: tzinfo | None) -> dict[str, str]:
+                    zone: tzinfo | None, ledger: str = "", steps_from: int = 0
+                    ) -> dict[str, str]:
     """``environ`` + ``extra`` (--env-file) + JOB_VARIABLES for ``run``; ``zone``: the
-    schedule's, or None for the local one."""
+    schedule's, or None for the local one; ``ledger``: its URL (CRONWRAP_LEDGER)."""
     scheduled = run.scheduled_at.astimezone(zone) if run.scheduled_at else None
     values = (job_host(run.job)[0], str(run.run_id), run.run_key,
               scheduled.isoformat() if scheduled else "",
               scheduled.date().isoformat() if scheduled else "",
-              str(run.attempt), run.trigger, str(run.fence), host)
+              str(run.attempt), run.trigger, str(run.fence), host, ledger, str(steps_from))
     return {**environ, **exec_values(extra), **exec_values(dict(zip(JOB_VARIABLES, values)))}
 
 

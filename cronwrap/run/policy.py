@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         spawn_error: str | None
         stop_reason: str | None
         duration: float
+        limit: str | None
 
 
 def ended_as(outcome: Outcome, lease_lost: bool, success: Set[int] = frozenset({0}),
@@ -41,6 +42,8 @@ def ended_as(outcome: Outcome, lease_lost: bool, success: Set[int] = frozenset({
     ``too_fast``; a warning exit stays a warning of its own."""
     if lease_lost or outcome.stop_reason == Reason.LEASE_LOST:
         return Status.KILLED, Reason.LEASE_LOST
+    if outcome.limit is not None:  # --max-memory, --max-cpu
+        return Status.KILLED, Reason(outcome.limit)
     if outcome.timed_out:
         return Status.TIMEOUT, None
     code = outcome.exit_code or 0

@@ -7,6 +7,10 @@ and rotated files older than ``--keep-logs`` are removed.
 Captured output: one file per run attempt, ``logs/NAME/RUN_ID.ATTEMPT.log``, bounded: the first
 ``HEAD_LIMIT`` bytes, then a marker, then the last ``TAIL_LIMIT`` bytes (kept in a ring buffer in
 memory while the job runs), so a runaway job neither fills the disk nor the wrapper's memory.
+With ``--timestamps``, ``RUN_ID.ATTEMPT.times`` beside it says when the bytes came: a line
+``OFFSET MILLIS`` (byte offset in the capture, Unix time in ms) each time a read of the job's
+output is stored at a new millisecond, written before those bytes, so a reader that sees the
+bytes sees their time; the capture itself is the output, unchanged.
 """
 
 from __future__ import annotations
@@ -132,6 +136,14 @@ def output_path(log_dir: Path, job: str, run_id: int | str, attempt: int) -> Pat
     return log_dir / file_name(job_host(job)[0]) / f"{run_id}.{attempt}.log"
 
 
+def times_path(output: Path) -> Path:
+    """The ``--timestamps`` record of the capture ``output``: RUN_ID.ATTEMPT.times."""
+    return output.with_suffix(".times")
+
+
+OUTPUT_SUFFIXES = (".log", ".times")  # what prune and --keep-logs remove of a run attempt
+
+
 class RunFiles:
     """The files of one attempt, opened once: its captured output (``capture``, written while
     the job runs; ``replay`` gives it back for ``--output on-failure``) and, at the end, the
@@ -139,12 +151,12 @@ class RunFiles:
     that cannot be made leaves a capture that keeps only a tail, and says why in ``error``."""
 
     def __init__(self, log_dir: Path, job: str, run_id: int | str, attempt: int,
-                 redactor: Redactor | None) -> None:
+                 redactor: Redactor | None, timestamps: bool = False) -> None:
         self.log_dir = log_dir
         self.path = output_path(log_dir, job, run_id, attempt)
         try:
             ensure_private_dir(log_dir)  # the log directory itself: not a symlink, not another's
-            self.capture = OutputCapture(self.path, redactor)
+            self.capture = OutputCapture(self.path, redactor, timestamps)
         except CronwrapError as exc:
             self.capture = OutputCapture(None, redactor)
             self.capture.error = f"cannot capture output: {exc}"
@@ -185,9 +197,14 @@ class OutputCapture:
     between two reads is caught), the tail once the job has ended; at each cut of a long
     output the bytes beyond it (CONTEXT) are looked at, so a secret that straddles it is
     hidden, and output without secrets is kept exactly. The middle of a long output, which is
-    never kept, costs nothing."""
+    never kept, costs nothing.
 
-    def __init__(self, file: Path | None, redactor: Redactor | None = None) -> None:
+    With ``timestamps``, the times file (``times_path``) gets an ``OFFSET MILLIS`` line before
+    each store at a new millisecond; the kept tail's lines get the times their bytes came
+    (exact unless redaction changed the tail's length, then to within the redacted stretch)."""
+
+    def __init__(self, file: Path | None, redactor: Redactor | None = None,
+                 timestamps: bool = False) -> None:
         self.file = file
         self.fd: int | None = None
         self.written = 0
@@ -199,24 +216,39 @@ class OutputCapture:
         self.streams: dict[int, Stream] = {}
         self.head_end = b""  # the head's last bytes, as written: the tail's context
         self.after_head: dict[int, bytearray] = {}  # each stream's first bytes past the head
+        self.times: int | None = None  # the --timestamps file
+        self.stamped = -1  # the millisecond of its last line
+        self.tail_times: list[tuple[int, int]] = []  # (offset in the output, ms) past the head
         if file is not None:
             try:
                 ensure_private_dir(file.parent)
                 self.fd = open_private(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                if timestamps:
+                    self.times = open_private(times_path(file), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             except Exception as exc:
                 self.error = f"cannot capture output to {file}: {exc}"
 
     def __call__(self, fd: int, data: bytes) -> None:
+        ms = int(time.time() * 1000) if self.times is not None else 0
+        start = self.total
         self.total += len(data)
         room = HEAD_LIMIT - self.head if self.fd is not None else 0  # a failed capture
         if room > 0:                                                  # still keeps a tail
             self.head += min(room, len(data))
-            self._store(self._redacted(fd, data[:room]))
+            kept = self._redacted(fd, data[:room])
+            if kept and ms:
+                self._stamp(self.written, ms)
+            self._store(kept)
         if len(data) > room:  # past the head: keep a ring of the last TAIL_LIMIT bytes
             rest = data[max(room, 0):]
             self.tail += rest
+            if ms:
+                self.tail_times.append((start + max(room, 0), ms))
             if len(self.tail) > 2 * TAIL_LIMIT:  # and a little more: the kept tail's context
                 del self.tail[: len(self.tail) - TAIL_LIMIT - CONTEXT]
+                ring_start = self.total - len(self.tail)
+                while len(self.tail_times) > 1 and self.tail_times[1][0] <= ring_start:
+                    del self.tail_times[0]
             if fd in self.streams:
                 after = self.after_head.setdefault(fd, bytearray())
                 after += rest[:CONTEXT - len(after)]
@@ -229,6 +261,20 @@ class OutputCapture:
         if stream is None:
             stream = self.streams[fd] = self.redactor.stream()
         return stream.feed(data)
+
+    def _stamp(self, offset: int, ms: int) -> None:
+        """One line of the times file, unless this millisecond has one; a write the disk
+        refuses ends the times file, never the capture."""
+        if self.times is None or ms == self.stamped:
+            return
+        self.stamped = ms
+        try:
+            os.write(self.times, f"{offset} {ms}\n".encode())
+        except OSError as exc:
+            self.error = f"cannot record output timestamps in {times_path(self.file or Path())}: " \
+                         f"{exc.strerror}"
+            os.close(self.times)
+            self.times = None
 
     def _store(self, data: bytes) -> None:
         if self.fd is None:  # the capture failed: nothing more is kept
@@ -252,16 +298,35 @@ class OutputCapture:
             self.tail = bytearray(self._redacted_tail() if self.redactor is not None
                                   else self.tail[-TAIL_LIMIT:])
         if self.fd is None:
+            self._close_times()
             return
         if self.total > self.head:
             tail = bytes(self.tail)
             skipped = self.total - self.head - kept
             marker = f"\n[cronwrap: {skipped} bytes omitted; output truncated to the first " \
                      f"{self.written} and the last {len(tail)} bytes]\n".encode()
+            self._stamp_tail(len(marker), len(tail), kept)
             self._store(marker + tail)
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+        self._close_times()
+
+    def _stamp_tail(self, marker: int, length: int, kept: int) -> None:
+        """The times of the kept tail, written after the marker: each stored read's offset in
+        the output moved to where the tail lands in the file."""
+        if self.times is None:
+            return
+        self._stamp(self.written, int(time.time() * 1000))  # the marker: written now
+        begin, at = self.total - kept, self.written + marker
+        for offset, ms in self.tail_times:
+            self.stamped = -1  # offsets move on even when two reads share a millisecond
+            self._stamp(at + min(max(offset - begin, 0), length), ms)
+
+    def _close_times(self) -> None:
+        if self.times is not None:
+            os.close(self.times)
+            self.times = None
 
     def _redacted_tail(self) -> bytes:
         """The kept tail, redacted with what came before it as context: the ring's older
@@ -300,7 +365,7 @@ def prune_outputs(job_dir: Path, keep_seconds: float, now: float) -> int:
     except OSError:
         return 0
     for entry in entries:
-        if entry.name.endswith(".log") and entry.is_file(follow_symlinks=False):
+        if entry.name.endswith(OUTPUT_SUFFIXES) and entry.is_file(follow_symlinks=False):
             if now - entry.stat(follow_symlinks=False).st_mtime > keep_seconds:
                 try:
                     os.unlink(entry.path)

@@ -57,7 +57,7 @@ def explain(
     warnings = [
         *([_day_rule_text(schedule, rule)] if rule else []),
         *_step_warnings(schedule),
-        *(_dst_text(schedule, note) for note in dst_notes(schedule, start)),
+        *(dst_text(schedule, note) for note in dst_notes(schedule, start)),
         *([_host_clock_text(schedule, clock)] if clock else []),
     ]
     return Explanation(expr, zone_name, times, warnings, schedule.cron)
@@ -163,7 +163,7 @@ def _step_warnings(schedule: Schedule) -> list[str]:
     return warnings
 
 
-def _dst_text(schedule: Schedule, note: DstNote) -> str:
+def dst_text(schedule: Schedule, note: DstNote) -> str:
     """One DST note, as explain words it."""
     hit, tr = note.hit, note.transition
     shown = [w.strftime("%H:%M") for w in hit[:4]]

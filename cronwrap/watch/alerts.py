@@ -121,11 +121,13 @@ def stuck(report: JobReport, now: datetime, given_grace: float | None) -> list[A
 
 
 def warning(report: JobReport) -> list[Alert]:
-    """The last run ended `warning` (a --warning-exit status, too fast), or slow."""
+    """The last run ended `warning` (a --warning-exit status, too fast), or slow, or its peak
+    memory was unusual (--memory-factor)."""
     last = report.summary.last_run
-    if last is None or not (last.status == Status.WARNING or report.slow):
+    flagged = "; ".join(note for note in (report.slow, report.heavy) if note)
+    if last is None or not (last.status == Status.WARNING or flagged):
         return []
-    why = report.slow if last.status != Status.WARNING else \
+    why = flagged if last.status != Status.WARNING else \
         f"run {last.run_id} ended warning ({last.skip_reason or f'exit {last.exit_code}'})"
     return [Alert(alert_key(WARNING, report.summary.job, last.run_id), WARNING,
                   report.summary.job, f"{shown_job(report.summary.job)}: warning: {why}",

@@ -6,7 +6,12 @@
 
 cronwrap has already decided that this process may act for the slot: it took the local lock,
 claimed the slot in its ledger (one run per slot across every host), holds a renewed lease
-and will kill this process on --timeout. What it hands over, and what settle.py does with it:
+and will kill this process on --timeout. settle.py cuts the day into batches of 1000 orders
+and runs each as a step of the slot, `cronwrap step batch-0003 -- settle.py --batch …`: a
+batch that succeeded in an earlier attempt of the slot (a retry, a takeover by another host,
+a re-run with --date) is not done again, so an attempt resumes at the first unfinished batch;
+and a batch of an attempt whose slot was taken over is refused by cronwrap (exit 123) before
+it starts. What cronwrap hands over, and what settle.py does with it:
 
   CRONWRAP_BIZ_DATE   the day to settle (the slot's date, also for catch-up and manual runs)
   CRONWRAP_RUN_KEY    the slot: every row written is keyed by it, so a retry, a re-run or a
@@ -15,6 +20,8 @@ and will kill this process on --timeout. What it hands over, and what settle.py 
                       whose fence is smaller than the one registered for the key is refused
   CRONWRAP_RUN_ID     cronwrap's ledger row, kept so the result page links to `cronwrap logs`
   CRONWRAP_ATTEMPT    1, 2, … (recorded)
+  CRONWRAP_LEDGER     where cronwrap step records the batches (never printed); the
+                      cronwrap on PATH runs them
   SETTLE_DSN          the business database (from the env file; never printed)
 
 Optional settings (environment):
@@ -24,11 +31,12 @@ Optional settings (environment):
   SETTLE_LOCK_TIMEOUT        PostgreSQL lock_timeout (default 30s)
 Test knobs, never set in production:
   SETTLE_DOWNSTREAM_DELAY    seconds the downstream (payments) query of each batch takes
-  SETTLE_FAIL_AFTER_BATCHES  crash (SIGKILL itself) after committing this many batches
+  SETTLE_FAIL_AFTER_BATCHES  crash (SIGKILL itself) once this many batches are done
 
 Exit status (cronwrap's --retry-on decides which are retried; 75 is its default):
   0   settled (the summary line is the last line of output: `cronwrap logs settle --last`)
-  3   fenced out: a newer attempt owns this slot; nothing more was written
+  3   fenced out: a newer attempt owns this slot (the database's fence, or cronwrap step's
+      refusal); nothing more was written
   64  not started by cronwrap (or with an unrecorded run): refuses to settle
   70  any other error (a bug, bad data): not worth retrying blindly
   75  EX_TEMPFAIL: transient downstream trouble (statement_timeout, lock_timeout, lost
@@ -38,9 +46,11 @@ Exit status (cronwrap's --retry-on decides which are retried; 75 is its default)
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 from datetime import date
@@ -49,6 +59,7 @@ import psycopg
 from psycopg import errors
 
 EX_OK, EX_FENCED, EX_USAGE, EX_SOFTWARE, EX_TEMPFAIL = 0, 3, 64, 70, 75
+EX_SUPERSEDED = 123  # cronwrap step: the slot is no longer this attempt's
 FENCE_SQLSTATE = "SF001"  # raised by the fence triggers of schema.sql
 
 # Errors that say "try again later", not "this is wrong".
@@ -77,6 +88,10 @@ class Terminated(SystemExit):
 
 
 def on_signal(signum, frame):
+    # The first signal starts the end; another one (cronwrap's keeper signals the whole tree,
+    # and cronwrap step passes its own on to the batch) must not cut the recording short.
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
     raise Terminated(128 + signum)
 
 
@@ -145,11 +160,20 @@ WHERE run_key = %(run_key)s AND fence <= %(fence)s AND status = 'running'
 RETURNING fence
 """
 
-ORDERS_BATCH = """
-SELECT order_id, amount FROM orders
+# The batch boundaries, computed by the driver: the next BATCH order ids after a keyset position
+# (an index-only scan of (biz_date, order_id)). A day that is being settled no longer changes,
+# so batch N covers the same orders in every attempt.
+BATCH_IDS = """
+SELECT order_id FROM orders
 WHERE biz_date = %(biz_date)s AND order_id > %(last)s
 ORDER BY order_id
 LIMIT %(limit)s
+"""
+
+ORDERS_BATCH = """
+SELECT order_id, amount FROM orders
+WHERE biz_date = %(biz_date)s AND order_id > %(after)s AND order_id <= %(through)s
+ORDER BY order_id
 """
 
 # The downstream: the payment side of the batch (in real life often another service or a
@@ -157,6 +181,15 @@ LIMIT %(limit)s
 PAYMENTS_OF = """
 SELECT p.order_id, p.amount FROM payments p, pg_sleep(%(delay)s)
 WHERE p.order_id = ANY(%(ids)s)
+"""
+
+# A batch rewrites its own range: rows of an earlier attempt of the key in it (a forced re-run,
+# or a batch whose attempt died before cronwrap recorded it done) that this one does not see
+# again (a payment corrected since) go; the rest are upserted.
+DROP_STALE_IN_BATCH = """
+DELETE FROM settlement_diffs
+WHERE run_key = %(run_key)s AND order_id > %(after)s AND order_id <= %(through)s
+  AND fence < %(fence)s
 """
 
 # Idempotent, fenced: the same (run_key, order_id) is rewritten, never doubled, and only by a
@@ -172,17 +205,20 @@ WHERE d.fence <= EXCLUDED.fence
 """
 
 PROGRESS = """
-UPDATE settlement_runs SET batches = batches + 1, orders_count = orders_count + %(n)s,
-  last_order_id = %(last)s
+UPDATE settlement_runs SET batches = greatest(batches, %(n)s), last_order_id = %(through)s,
+  orders_count = greatest(orders_count, %(orders)s)
 WHERE run_key = %(run_key)s AND fence = %(fence)s
 """
 
-# After a complete pass every difference this attempt saw carries its fence. Older rows of the
-# key that it did not see again (a payment corrected since the earlier attempt) are stale.
-DROP_STALE = "DELETE FROM settlement_diffs WHERE run_key = %(run_key)s AND fence < %(fence)s"
+# After the last batch: rows beyond it (orders gone from the day since an earlier pass).
+DROP_BEYOND = """
+DELETE FROM settlement_diffs WHERE run_key = %(run_key)s AND order_id > %(last)s
+  AND fence < %(fence)s
+"""
 
 SUCCEED = """
 UPDATE settlement_runs SET status = 'succeeded', finished_at = now(), last_error = NULL,
+  orders_count = %(orders)s, batches = %(batches)s, last_order_id = %(last)s,
   diff_count = (SELECT count(*) FROM settlement_diffs WHERE run_key = %(run_key)s)
 WHERE run_key = %(run_key)s AND fence = %(fence)s
 RETURNING diff_count
@@ -194,46 +230,100 @@ WHERE run_key = %(run_key)s AND fence <= %(fence)s AND status = 'running'
 """
 
 
-def settle(conn: psycopg.Connection, job: dict, env) -> tuple[int, int, int]:
+class Signals:
+    """TERM/INT/HUP while a batch runs: the batch (its own process, in the job's process group)
+    gets the signal too and ends on its own, recording why; the driver waits for it, then ends."""
+
+    caught: int | None = None
+
+    @classmethod
+    def note(cls, signum, frame):
+        cls.caught = signum
+
+
+def settle(conn: psycopg.Connection, job: dict, env) -> tuple[int, int, int, int]:
+    """The driver: register, then each batch as a step of the slot. Returns orders, differences,
+    batches and how many of those an earlier attempt had done."""
     batch_size = int(env.get("SETTLE_BATCH_SIZE") or 1000)
-    delay = float(env.get("SETTLE_DOWNSTREAM_DELAY") or 0)
     fail_after = int(env.get("SETTLE_FAIL_AFTER_BATCHES") or 0)
 
     with conn.transaction():
         if conn.execute(REGISTER, job).fetchone() is None:
             raise Fenced("registration refused")
 
-    last, orders, batches = "", 0, 0
+    last, orders, batches, earlier = "", 0, 0, 0
     while True:
-        with conn.transaction():  # one transaction per batch: commits what it compared
-            if conn.execute(STILL_OURS, job).fetchone() is None:
-                raise Fenced(f"before batch {batches + 1}")
-            rows = conn.execute(ORDERS_BATCH, dict(job, last=last, limit=batch_size)).fetchall()
-            if not rows:
-                break
-            paid = dict(conn.execute(PAYMENTS_OF, {"delay": delay,
-                                                    "ids": [r[0] for r in rows]}).fetchall())
-            diffs = [(job["run_key"], order_id, amount, paid.get(order_id), job["fence"])
-                     for order_id, amount in rows if paid.get(order_id) != amount]
-            if diffs:
-                with conn.cursor() as cur:
-                    cur.executemany(UPSERT_DIFF, diffs)
-            last = rows[-1][0]
-            conn.execute(PROGRESS, dict(job, n=len(rows), last=last))
-        orders += len(rows)
+        ids = [r[0] for r in conn.execute(BATCH_IDS, dict(job, last=last, limit=batch_size))]
+        if not ids:
+            break
         batches += 1
+        orders += len(ids)
+        done = run_batch(batches, last, ids[-1], orders)
+        earlier += not done
+        last = ids[-1]
         if fail_after and batches >= fail_after:
             say(f"SETTLE_FAIL_AFTER_BATCHES={fail_after}: crashing after batch {batches}")
             os.kill(os.getpid(), signal.SIGKILL)
-        if len(rows) < batch_size:
+        if len(ids) < batch_size:
             break
 
     with conn.transaction():
         if conn.execute(STILL_OURS, job).fetchone() is None:
             raise Fenced("before finishing")
-        conn.execute(DROP_STALE, job)
-        (diff_count,) = conn.execute(SUCCEED, job).fetchone()
-    return orders, diff_count, batches
+        conn.execute(DROP_BEYOND, dict(job, last=last))
+        (diff_count,) = conn.execute(SUCCEED, dict(job, orders=orders, batches=batches,
+                                                   last=last or None)).fetchone()
+    return orders, diff_count, batches, earlier
+
+
+def run_batch(n: int, after: str, through: str, orders: int) -> bool:
+    """Batch ``n`` (orders after ``after`` through ``through``) as step batch-NNNN of the slot:
+    True when it ran now, False when an earlier attempt of the slot had done it (cronwrap step
+    said so on stderr and ran nothing)."""
+    argv = ["cronwrap", "step", f"batch-{n:04d}", "--", sys.executable, os.path.abspath(__file__),
+            "--batch", str(n), "--after", after, "--through", through, "--orders", str(orders)]
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, Signals.note)
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE)
+        out = proc.communicate()[0].decode()
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, on_signal)
+    sys.stdout.write(out)
+    sys.stdout.flush()
+    if Signals.caught is not None:
+        raise Terminated(128 + Signals.caught)
+    if proc.returncode == EX_SUPERSEDED:
+        raise Fenced(f"cronwrap step refused batch {n}")
+    if proc.returncode != 0:
+        raise BatchFailed(proc.returncode)
+    return bool(out)
+
+
+class BatchFailed(Exception):
+    """A batch ended with this exit status (it said why, and recorded the day failed)."""
+
+
+def settle_batch(conn: psycopg.Connection, job: dict, env, n: int, after: str, through: str,
+                 orders: int) -> None:
+    """One batch, one transaction: fenced, compared, its range's differences rewritten."""
+    delay = float(env.get("SETTLE_DOWNSTREAM_DELAY") or 0)
+    batch = dict(job, n=n, after=after, through=through, orders=orders)
+    with conn.transaction():
+        if conn.execute(STILL_OURS, job).fetchone() is None:
+            raise Fenced(f"before batch {n}")
+        rows = conn.execute(ORDERS_BATCH, batch).fetchall()
+        paid = dict(conn.execute(PAYMENTS_OF, {"delay": delay,
+                                                "ids": [r[0] for r in rows]}).fetchall())
+        diffs = [(job["run_key"], order_id, amount, paid.get(order_id), job["fence"])
+                 for order_id, amount in rows if paid.get(order_id) != amount]
+        conn.execute(DROP_STALE_IN_BATCH, batch)
+        if diffs:
+            with conn.cursor() as cur:
+                cur.executemany(UPSERT_DIFF, diffs)
+        conn.execute(PROGRESS, batch)
+    print(f"batch {n}: {len(rows)} orders, {len(diffs)} differences", flush=True)
 
 
 def record_failure(dsn: str, env, job: dict, error: str) -> None:
@@ -252,7 +342,22 @@ def describe(exc: BaseException) -> str:
     return re.sub(r"://[^@/\s]*@", "://***@", text)  # never print a password from a DSN
 
 
-def main(env=os.environ) -> int:
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Reconcile CRONWRAP_BIZ_DATE's orders and "
+                                     "payments; with --batch, one batch (what the driver runs "
+                                     "through cronwrap step).")
+    parser.add_argument("--batch", type=int, help="the batch's number (1, 2, …)")
+    parser.add_argument("--after", default="", help="its orders come after this order id")
+    parser.add_argument("--through", help="… up to this one, included")
+    parser.add_argument("--orders", type=int, default=0, help="orders up to its end, in all")
+    args = parser.parse_args(argv)
+    if args.batch is not None and args.through is None:
+        parser.error("--batch needs --through")
+    return args
+
+
+def main(argv: list[str] | None = None, env=os.environ) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, on_signal)
     try:
@@ -261,16 +366,22 @@ def main(env=os.environ) -> int:
         print(f"settle: {exc}", file=sys.stderr)
         return EX_USAGE
     dsn = env["SETTLE_DSN"]
-    say(f"{job['biz_date']} run key {job['run_key']} (run {job['run_id']}, attempt "
-        f"{job['attempt']}, fence {job['fence']}, host {job['host']})")
+    if args.batch is None:
+        say(f"{job['biz_date']} run key {job['run_key']} (run {job['run_id']}, attempt "
+            f"{job['attempt']}, fence {job['fence']}, host {job['host']})")
     started = time.monotonic()
     try:
         with connect(dsn, env) as conn:
-            orders, diffs, batches = settle(conn, job, env)
+            if args.batch is not None:
+                settle_batch(conn, job, env, args.batch, args.after, args.through, args.orders)
+                return EX_OK
+            orders, diffs, batches, earlier = settle(conn, job, env)
     except Fenced as exc:
         print(f"settle: fenced out ({exc}): a newer attempt owns run key {job['run_key']}; "
               "stopped before writing more", file=sys.stderr)
         return EX_FENCED
+    except BatchFailed as exc:  # the batch said why and recorded the day failed
+        return exc.args[0]
     except Terminated as exc:
         record_failure(dsn, env, job, f"terminated by signal {exc.code - 128}")
         print(f"settle: terminated by signal {exc.code - 128}; the batch in flight was "
@@ -292,8 +403,9 @@ def main(env=os.environ) -> int:
         record_failure(dsn, env, job, f"{type(exc).__name__}: {describe(exc)}")
         return EX_SOFTWARE
     say(f"took {time.monotonic() - started:.2f}s")
-    print(f"settled {job['biz_date']}: {orders} orders, {diffs} differences, {batches} batches",
-          flush=True)
+    resumed = f" ({earlier} done by an earlier attempt)" if earlier else ""
+    print(f"settled {job['biz_date']}: {orders} orders, {diffs} differences, {batches} "
+          f"batches{resumed}", flush=True)
     return EX_OK
 
 

@@ -34,8 +34,9 @@ def jobs(cw):
 
 
 def test_commands_options_and_fixed_choices(cw):
-    assert complete(cw, "cronwrap st") == ["status"]
-    assert set(complete(cw, "cronwrap ")) >= {"run", "status", "watch", "pause", "db",
+    assert complete(cw, "cronwrap st") == ["status", "step"]
+    assert complete(cw, "cronwrap sta") == ["status"]
+    assert set(complete(cw, "cronwrap ")) >= {"run", "status", "watch", "pause", "db", "step",
                                               "completion", "--version"}
     assert complete(cw, "cronwrap db ") == ["init", "upgrade"]
     assert complete(cw, "cronwrap status --for") == ["--format"]
@@ -52,6 +53,8 @@ def test_job_names_come_from_the_ledger(jobs):
                                                         "settle"]
     assert complete(jobs, "cronwrap logs cl") == ["cleanup-tmp"]
     assert complete(jobs, "cronwrap pause se") == ["settle"]
+    assert complete(jobs, "cronwrap why se") == ["settle"]
+    assert complete(jobs, "cronwrap why settle --a") == ["--at"]
     assert complete(jobs, "cronwrap run -n b") == ["backup.db"]
     assert "rotate" in complete(jobs, "cronwrap status r")  # a host job, by its name
 

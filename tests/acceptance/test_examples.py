@@ -7,6 +7,7 @@ verification table (§7.4):
 
   并发触发 concurrent triggers      test_three_hosts_firing_together_settle_once
   中途 kill killed midway           test_runner_killed_midway_is_taken_over_after_its_lease_without_doubling
+                                    (and resumed at the first unfinished batch: cronwrap step)
                                     test_job_crashing_midway_is_completed_by_a_rerun_without_doubling
   重复执行 running the day again    test_running_the_day_again_never_duplicates_differences
   下游超时 downstream timeout       test_downstream_timeout_is_recorded_and_transient_errors_exit_75
@@ -291,6 +292,9 @@ def test_three_hosts_firing_together_settle_once(recon):
     assert (row["biz_date"], row["status"], row["diff_count"], row["attempts"]) == (
         day, "succeeded", DIFFERENCES, 1)
     assert (row["orders_count"], row["batches"]) == (ORDERS, BATCHES)
+    # Each batch a step of the slot (cronwrap step), done once, by the one host.
+    assert [(s["step"], s["attempt"], s["host"], s["status"]) for s in run["steps"]] == [
+        (f"batch-{n:04d}", 1, settled[0], "succeeded") for n in range(1, BATCHES + 1)]
     assert recon.diffs(run["run_key"]) == recon.expected(day)
     assert len(recon.diff_rows()) == DIFFERENCES
     assert {r[3] for r in recon.diff_rows()} == {run["fence"]}
@@ -333,13 +337,25 @@ def test_runner_killed_midway_is_taken_over_after_its_lease_without_doubling(rec
         "app2", 2, "succeeded", first["run_key"])
     assert run["fence"] > first["fence"]
 
+    # It resumed at the first unfinished batch: the batches app1 had done (cronwrap step
+    # recorded them) were not done again; app2 did the rest, each batch once.
+    steps = [(s["step"], s["attempt"], s["host"], s["status"]) for s in run["steps"]]
+    done_first = sum(1 for _, attempt, _, _ in steps if attempt == 1)
+    assert 1 <= done_first < BATCHES
+    assert steps == [(f"batch-{n:04d}", 1 if n <= done_first else 2,
+                      "app1" if n <= done_first else "app2", "succeeded")
+                     for n in range(1, BATCHES + 1)]
+    assert f"({done_first} done by an earlier attempt)" in run["error_tail"]
+    assert f"batch {done_first + 1}: " in run["error_tail"] and "batch 1: " not in run["error_tail"]
+
     (row,) = recon.settlement()
     assert (row["host"], row["fence"], row["attempts"], row["status"], row["diff_count"]) == (
         "app2", run["fence"], 2, "succeeded", DIFFERENCES)
+    assert (row["orders_count"], row["batches"]) == (ORDERS, BATCHES)
     rows = recon.diff_rows()
     assert len(rows) == DIFFERENCES  # not DIFFERENCES + the partial batches
     assert {r[:3] for r in rows} == recon.expected(day)
-    assert {r[3] for r in rows} == {run["fence"]}
+    assert {r[3] for r in rows} <= {first["fence"], run["fence"]}  # each batch's own writer
 
     # The first runner "wakes up" (as a paused VM would) with its old identity: refused.
     stale = subprocess.run([SETTLE], env=recon.identity_env(first, day), capture_output=True, timeout=60)
@@ -649,8 +665,10 @@ def test_downstream_timeout_is_retried_a_bounded_number_of_times_then_failed(rec
     (a,) = recon.hosts("app1")
     same_minute(25)
     recon.seed()
-    # Every attempt's payments query outlasts statement_timeout: exit 75, three times.
-    proc = a(*recon.run_args("--timeout", "3", "--kill-after", "1", "--retries", "2",
+    # Every attempt's payments query outlasts statement_timeout: exit 75, three times. (An
+    # attempt starts three interpreters that import psycopg before its first batch's query:
+    # the driver, cronwrap step, the batch; --timeout leaves them room on a loaded machine.)
+    proc = a(*recon.run_args("--timeout", "6", "--kill-after", "1", "--retries", "2",
                              "--retry-delay", "0.2s", "--retry-on", "75,timeout"),
              env={"SETTLE_DOWNSTREAM_DELAY": "30", "SETTLE_STATEMENT_TIMEOUT": "300ms"})
     assert proc.returncode == 75

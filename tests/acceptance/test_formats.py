@@ -6,6 +6,10 @@ msg beside event."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import sys
+from datetime import datetime, timezone
 from importlib import resources
 
 import pytest
@@ -86,3 +90,68 @@ def test_serve_s_api_is_valid(busy):
         valid("history", json.loads(reply.text))
     finally:
         server.stop()
+
+
+# -- logs --timestamps (issue 25 §3) -----------------------------------------------------------
+
+STAMP = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z (.*)$", re.S)
+
+
+def stamped_lines(text: bytes) -> list[tuple[datetime, bytes]]:
+    """Each line of ``logs --timestamps`` as (its time, the line as the job wrote it)."""
+    found = []
+    for line in text.splitlines(keepends=True):
+        match = STAMP.match(line)
+        assert match, line[:80]
+        found.append((datetime.fromisoformat(match[1].decode()).replace(tzinfo=timezone.utc),
+                      match[2]))
+    return found
+
+
+def test_logs_timestamps_each_line_with_when_it_came_and_keeps_the_capture_exact(cw, home):
+    """Lines written 0.3 s apart carry times that far apart, within the run; the capture and
+    plain `logs` are the job's bytes; a line split across two writes has one time."""
+    before = datetime.now(timezone.utc).replace(microsecond=0)
+    job = "printf 'one\\n'; sleep 0.3; printf 'tw'; sleep 0.3; printf 'o\\nthree\\n\\n'; printf 'end'"
+    cw("run", "-n", "ts", "--timestamps", "--", "sh", "-c", job, check_rc=0)
+    after = datetime.now(timezone.utc)
+    exact = b"one\ntwo\nthree\n\nend"
+    assert cw("logs", "ts", check_rc=0).stdout == exact
+    [capture] = (home / "logs" / "ts").glob("*.log")
+    assert capture.read_bytes() == exact
+    assert capture.with_suffix(".times").stat().st_mode & 0o077 == 0
+    lines = stamped_lines(cw("logs", "ts", "-t", check_rc=0).stdout)
+    assert b"".join(text for _, text in lines) == exact
+    times = [t for t, _ in lines]
+    assert times == sorted(times) and before <= times[0] and times[-1] <= after
+    assert (times[1] - times[0]).total_seconds() >= 0.25  # "two" began 0.3 s after "one"
+    assert times[2] - times[1] < (times[1] - times[0])  # "three" came with the end of "two"
+
+
+def test_logs_timestamps_of_a_run_captured_without_them_is_one_line_125(cw):
+    cw("run", "-n", "plain", "--", "echo", "hi", check_rc=0)
+    proc = cw("logs", "plain", "--timestamps")
+    assert proc.returncode == 125 and proc.stdout == b""
+    assert proc.stderr.count(b"\n") == 1 and b"captured without --timestamps" in proc.stderr
+
+
+def test_timestamps_cover_a_truncated_capture_s_tail_and_go_with_its_output(cw, home):
+    """9 MiB of lines (past the 8 MiB head): the kept tail's lines are stamped too, one time a
+    line; the environment turns it on; --keep-logs removes the times file with the capture."""
+    job = ("import sys, time\n"
+           "w = sys.stdout.buffer.write\n"
+           "for i in range(90): w(b'%05d ' % i + b'x' * 104857 + b'\\n'); sys.stdout.flush()\n"
+           "time.sleep(0.2)\n"
+           "w(b'last\\n')\n")
+    cw("run", "-n", "big", "--output", "quiet", "--", sys.executable, "-c", job,
+       env={"CRONWRAP_TIMESTAMPS": "1"}, check_rc=0)
+    lines = stamped_lines(cw("logs", "big", "-t", check_rc=0).stdout)
+    assert lines[0][1].startswith(b"00000 ") and lines[-1][1] == b"last\n"
+    assert any(b"bytes omitted" in text for _, text in lines)
+    assert (lines[-1][0] - lines[-2][0]).total_seconds() >= 0.15  # the tail's own times
+    [capture] = (home / "logs" / "big").glob("*.log")
+    times = capture.with_suffix(".times")
+    for old in (capture, times):
+        os.utime(old, (0, 0))
+    cw("run", "-n", "big", "--force", "--keep-logs", "1d", "--", "true", check_rc=0)
+    assert not capture.exists() and not times.exists()

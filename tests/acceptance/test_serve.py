@@ -108,8 +108,13 @@ def test_run_page_shows_fields_events_and_output(server, filled):
     reply = server.fetch(f"{job_url(server, 'demo')}/runs/{run['run_id']}")
     assert reply.status == 200
     text = reply.text
-    for field in ("run_key", "fence", "started_at", "duration_ms", "exit_code", "boot_id"):
+    for field in ("run_key", "fence", "started_at", "duration_ms", "exit_code", "boot_id",
+                  "max_rss_kb"):
         assert f"<th>{field}</th>" in text
+    # what the tree used (issue 26 §2), in words, and on the job page's table
+    assert re.search(r"<th>used</th><td>CPU [0-9.]+s user, [0-9.]+s system; peak memory "
+                     r"[0-9.]+ [KMG]iB</td>", text), text
+    assert "<th>cpu+sys mem</th>" in server.fetch(job_url(server, "demo")).text
     assert '<table id="events">' in text and ">start<" in text and ">finish<" in text
     output = re.search(r'<pre id="output">(.*?)</pre>', text, re.S).group(1)
     assert output == "hello from demo\n&lt;b&gt;bold&lt;/b&gt;\n"

@@ -618,3 +618,58 @@ def test_a_sqlite_ledger_replaced_under_its_reader_has_no_token(tmp_path):
     assert reader.change_token() is None
     missing.close()
     reader.close()
+
+
+# -- steps (expansion 5, cronwrap step): begun under the fence, kept across attempts ------------
+
+def test_steps_are_fenced_kept_across_attempts_and_pruned_with_their_run(ledger, clock):
+    from cronwrap.model import STEP_DONE, STEP_FENCED, STEP_GONE, STEP_LAPSED, STEP_RUN
+
+    first = ledger.claim(req(lease=30.0)).run
+    begun = ledger.begin_step(first.run_id, first.run_key, first.fence, "a", "h1", 11, False, 0)
+    assert begun.action == STEP_RUN and begun.step is None
+    assert ledger.end_step(first, "a", "succeeded", 0, None, 5) == (True, ledger.get_run("settle", first.run_id))
+    assert ledger.begin_step(first.run_id, first.run_key, first.fence, "b", "h1", 12, False, 0).action == STEP_RUN
+    # The lease runs out: no step starts (it might be taken over any moment) ...
+    clock.advance(31)
+    assert ledger.begin_step(first.run_id, first.run_key, first.fence, "c", "h1", 13, False, 0).action == STEP_LAPSED
+    # ... and once it is taken over, the old attempt's steps are refused, its end of b is not kept
+    # once the new attempt has started b, and a is done for the new attempt.
+    second = ledger.claim(req(host="h2", trigger="manual")).run
+    assert (second.attempt, second.fence) == (2, first.fence + 1)
+    assert ledger.begin_step(first.run_id, first.run_key, first.fence, "c", "h1", 13, False, 0).action == STEP_FENCED
+    done_a = ledger.begin_step(second.run_id, second.run_key, second.fence, "a", "h2", 21, False, 0)
+    assert done_a.action == STEP_DONE and (done_a.step.attempt, done_a.step.host) == (1, "h1")
+    assert ledger.begin_step(second.run_id, second.run_key, second.fence, "b", "h2", 22, False, 0).action == STEP_RUN
+    recorded, now = ledger.end_step(first, "b", "succeeded", 0, None, 5)
+    assert not recorded and now.fence == second.fence
+    assert ledger.end_step(second, "b", "failed", 3, None, 7)[0]
+    # --force runs a done step; a forced run's steps count from its fence (CRONWRAP_STEPS_FROM).
+    assert ledger.begin_step(second.run_id, second.run_key, second.fence, "a", "h2", 23, True, 0).action == STEP_RUN
+    ledger.end_step(second, "a", "succeeded", 0, None, 1)
+    assert ledger.begin_step(second.run_id, second.run_key, second.fence, "a", "h2", 24, False,
+                             second.fence + 1).action == STEP_RUN
+    steps = ledger.steps([second])[second.run_id]
+    assert [(s.key, s.status, s.attempt, s.host, s.exit_code) for s in steps] == [
+        ("a", "running", 2, "h2", None), ("b", "failed", 2, "h2", 3)]  # one clock: by key
+    run, b = ledger.step_state(second.run_id, second.run_key, "b")
+    assert run.run_id == second.run_id and b.status == "failed"
+    assert ledger.begin_step(second.run_id, "another key", second.fence, "a", "h2", 25, False, 0).action == STEP_GONE
+    # Prune takes a run's steps with it.
+    ledger.finish(second, done())
+    clock.advance(86400 * 40)
+    ledger.prune(datetime.fromtimestamp(clock.t - 86400, timezone.utc), 0)
+    assert ledger.step_state(second.run_id, second.run_key, "b") == (None, None)
+    assert ledger.steps([second]) == {second.run_id: []}
+
+
+def test_run_by_key_finds_the_slot_s_row_and_only_its_job_s(ledger):
+    """``why``'s one look-up along the unique key (job, run_key)."""
+    run = ledger.claim(req("k1")).run
+    ledger.finish(run, done("failed", 3))
+    ledger.claim(req("k1", job="other"))
+    found = ledger.run_by_key("settle", "k1")
+    assert (found.run_id, found.status, found.exit_code) == (run.run_id, "failed", 3)
+    assert ledger.run_by_key("other", "k1").run_id != run.run_id
+    assert ledger.run_by_key("settle", "k2") is None
+    assert ledger.run_by_key("nosuch", "k1") is None

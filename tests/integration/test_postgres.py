@@ -127,7 +127,8 @@ def test_schema_creation_raced_by_eight_hosts_creates_one_schema(pg_dsn):
                       ("public", "cronwrap_attempts"), ("public", "cronwrap_duration_buckets"),
                       ("public", "cronwrap_duration_tallies"), ("public", "cronwrap_jobs"),
                       ("public", "cronwrap_meta"), ("public", "cronwrap_pauses"),
-                      ("public", "cronwrap_runs"), ("public", "cronwrap_tallies")]
+                      ("public", "cronwrap_runs"), ("public", "cronwrap_steps"),
+                      ("public", "cronwrap_tallies"), ("public", "cronwrap_usage")]
     newest = {kind: str(max(int(n.split("_")[1]) for n in sql.load("postgres")
                             if n.startswith(f"{kind}_"))) for kind in ("migration", "expansion")}
     assert sorted(meta) == [("expansion", newest["expansion"]),

@@ -19,6 +19,7 @@ import io
 import json
 import os
 import re
+import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -63,6 +64,7 @@ def assert_reads_as_released(row: dict, old: dict) -> None:
     assert row.pop("format", FORMAT_VERSION) == FORMAT_VERSION  # history's runs carry it since
     if "attempts" in row:
         assert [a["attempt"] for a in row.pop("attempts")] == [old["attempt"]][:old["attempt"]]
+    assert row.pop("steps", []) == []  # cronwrap step came after
     expected = dict(old, status=Status.ABANDONED if old["status"] == Status.RUNNING else old["status"])
     assert {k: row.get(k, "(missing)") for k in expected} == expected
     assert {k: row[k] for k in set(row) - set(expected)} == dict.fromkeys(set(row) - set(expected))
@@ -555,3 +557,67 @@ def test_the_previous_release_ignores_a_pause_this_one_keeps(backend, previous, 
         sorted((r.status, r.skip_reason) for r in runs) == [
             (Status.SKIPPED, "paused"), (Status.SUCCEEDED, None)]
     claim_renew_finish(old, db, "2026-03-01", tmp_path)  # a lease renewed, beside the pause
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_job_the_previous_release_runs_can_use_cronwrap_step(tmp_path, previous, backend,
+                                                              request):
+    """Issue 26 §1 in a fleet being upgraded: the previous release exports no CRONWRAP_LEDGER,
+    so its job's `cronwrap step` (this release's) finds the run in CRONWRAP_DB; the step it
+    did is skipped when this release runs the slot again."""
+    db = (request.getfixturevalue("pg_dsn") if backend == "postgres"
+          else f"sqlite:///{tmp_path / 'l.db'}")
+    new, old = wrappers(tmp_path / "home", previous)
+    new("db", "init", env={"CRONWRAP_DB": db}, check_rc=0)  # expansion 5 (PostgreSQL: db upgrade)
+    done = tmp_path / "done"
+    step = f"env -u PYTHONPATH -u PYTHONSAFEPATH {shlex.join(new.argv)} step"
+    job = ["sh", "-c", f"{step} a -- sh -c 'echo a >> {done}' && [ -e {tmp_path}/fixed ]"]
+    slot = ("-n", "stepcompat", "--schedule", "0 3 * * *", "--tz", "UTC", "--date", "2026-10-28")
+    first = old("run", *slot, "--", *job, env={"CRONWRAP_DB": db})
+    assert first.returncode == 1, first.stderr
+    (tmp_path / "fixed").touch()
+    second = new("run", *slot, "--", *job, env={"CRONWRAP_DB": db})
+    assert second.returncode == 0, second.stderr
+    assert done.read_text() == "a\n" and b"already succeeded in this slot" in second.stderr
+    (run,) = new.json("history", "stepcompat", "--json", env={"CRONWRAP_DB": db})
+    assert [(s["step"], s["attempt"]) for s in run["steps"]] == [("a", 1)]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres",
+                                                            marks=pytest.mark.postgres)])
+def test_what_a_tree_used_is_kept_per_attempt_beside_the_previous_release(
+        backend, previous, home, tmp_path, request):
+    """Expansion 6 (issue 26 §2) on a ledger both releases use: this release's attempt keeps
+    its CPU and memory; the previous release's retry of the slot (which knows nothing of them)
+    leaves the run with none, never the earlier attempt's; both releases read the ledger, and
+    a deleted run (prune) takes its figures with it."""
+    new, old = wrappers(home, previous)
+    db = request.getfixturevalue("pg_dsn") if backend == "postgres" else \
+        f"sqlite://{tmp_path / 'ledger.db'}"
+    old("db", "init", "--db", db, check_rc=0)
+    new("db", "upgrade", "--db", db, check_rc=0)
+    new("run", "--db", db, *COMPAT_JOB, "--date", "2026-03-01", "--", "sh", "-c", "exit 3")
+    first = new.json("history", "compat", "--json", "--db", db)[0]
+    assert first["status"] == "failed" and first["max_rss_kb"] > 0 \
+        and first["cpu_user_ms"] is not None, first
+    old("run", "--db", db, *COMPAT_JOB, "--date", "2026-03-01", "--", "true", check_rc=0)
+    (run,) = new.json("history", "compat", "--json", "--db", db)
+    assert (run["status"], run["attempt"], run["max_rss_kb"]) == ("succeeded", 2, None), run
+    assert [(a["attempt"], a["max_rss_kb"]) for a in run["attempts"]] == [
+        (1, first["max_rss_kb"]), (2, None)]
+    assert old.json("history", "compat", "--json", "--db", db)[0]["attempt"] == 2
+    new("run", "--db", db, *COMPAT_JOB, "--date", "2026-03-02", "--", "true", check_rc=0)
+    assert new.json("history", "compat", "--json", "--db", db)[0]["max_rss_kb"] > 0
+    # prune deletes runs rows: their figures go with them (a trigger; PostgreSQL's foreign key)
+    if backend == "sqlite":
+        import sqlite3
+
+        with sqlite3.connect(db[len("sqlite://"):]) as conn:
+            conn.execute("DELETE FROM runs")
+        left = sqlite3.connect(db[len("sqlite://"):]).execute(
+            "SELECT count(*) FROM usage").fetchone()[0]
+    else:
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("DELETE FROM cronwrap_runs")
+            left = conn.execute("SELECT count(*) FROM cronwrap_usage").fetchone()[0]
+    assert left == 0

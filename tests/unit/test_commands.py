@@ -50,6 +50,9 @@ LEAN_LINES = [
     ["logs", "j", "--last", "--follow", "--db", "sqlite:///x.db"],
     ["explain", "*/5 * * * *", "--tz", "UTC", "--count", "0", "--from", "2026-01-01"],
     ["explain", "@daily", "--json"],
+    ["step", "batch-0003", "--", "settle.py", "--batch", "3", "-x"],
+    ["step", "--force", "k", "--", "true"],
+    ["step", "--done", "k"],
 ]
 
 
@@ -67,7 +70,7 @@ def test_the_lean_parser_fills_in_the_defaults_of_the_table():
         "name": "j", "limit": 20, "as_json": False, "host": None, "db": None}
     assert parse(commands.BY_NAME["logs"], ["j", "3", "-f"]) == {
         "name": "j", "run_id": 3, "last": False, "attempt": None, "follow": True, "raw": False,
-        "host": None, "db": None}
+        "timestamps": False, "host": None, "db": None}
 
 
 @pytest.mark.parametrize("args", [

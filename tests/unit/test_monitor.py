@@ -204,7 +204,8 @@ def test_prometheus_text_parses_back_with_every_report_family_a_gauge():
                lease=HOUR)
     reports = [
         report("settle", counts={"succeeded": 20, "failed": 2}),
-        report("backup", last=run("backup", "failed", exit_code=3, duration=4.5), health=CRITICAL,
+        report("backup", last=run("backup", "failed", exit_code=3, duration=4.5, cpu_user_ms=1250,
+                                  cpu_system_ms=250, max_rss_kb=2048), health=CRITICAL,
                missed=1, counts={"failed": 1, "weird": 4}, last_success_at=None),
         report("etl", last=live, next_due_at=NOW + HOUR),
     ]
@@ -218,6 +219,12 @@ def test_prometheus_text_parses_back_with_every_report_family_a_gauge():
         (NOW - HOUR).timestamp()
     assert value(families, "cronwrap_last_run_duration_seconds", cronjob="backup") == 4.5
     assert value(families, "cronwrap_last_run_exit_code", cronjob="backup") == 3
+    assert value(families, "cronwrap_last_run_cpu_seconds", cronjob="backup", mode="user") == 1.25
+    assert value(families, "cronwrap_last_run_cpu_seconds", cronjob="backup", mode="system") == 0.25
+    assert value(families, "cronwrap_last_run_max_rss_bytes", cronjob="backup") == 2 * 1024 * 1024
+    assert "cronwrap_last_run_max_rss_bytes" not in [  # no figure: no series
+        s.labels.get("cronjob") for s in families["cronwrap_last_run_max_rss_bytes"].samples
+        if s.labels.get("cronjob") == "settle"]
     assert value(families, "cronwrap_runs_in_window", cronjob="settle", status="succeeded") == 20
     assert value(families, "cronwrap_runs_in_window", cronjob="settle", status="timeout") == 0
     assert value(families, "cronwrap_runs_in_window", cronjob="backup", status="weird") == 4

@@ -102,3 +102,33 @@ def test_the_usual_duration_is_a_p95_of_at_least_five_runs():
     assert p95([1.0, 2.0, 3.0, 4.0]) is None
     assert p95([5.0, 1.0, 2.0, 3.0, 4.0]) == 5.0
     assert p95([float(n) for n in range(1, 101)]) == 96.0
+
+
+def test_a_tree_over_a_limit_is_killed_with_its_reason_and_exits_143_or_137():
+    """--max-memory/--max-cpu (issue 26 §2): recorded killed, reason memory or cpu, whatever
+    the job returned after the TERM; cronwrap exits 128+TERM, or 128+KILL when KILL was
+    needed (the job's own status with --preserve-status)."""
+    over = outcome(exit_code=None, signal=15, limit="memory")
+    assert policy.ended_as(over, False) == (Status.KILLED, Reason.MEMORY)
+    trapped = outcome(exit_code=0, limit="cpu")  # handled TERM and exited 0: still killed
+    assert policy.ended_as(trapped, False, min_duration=5.0) == (Status.KILLED, Reason.CPU)
+    assert over.exit_status() == 143 and trapped.exit_status() == 143
+    assert outcome(exit_code=None, signal=9, limit="cpu", killed=True).exit_status() == 137
+    assert trapped.exit_status(preserve_status=True) == 0
+    assert policy.ended_as(over, True) == (Status.KILLED, Reason.LEASE_LOST)  # the lease first
+
+
+def test_a_peak_over_memory_factor_times_its_usual_p95_is_flagged():
+    """--memory-factor (issue 26 §2), from figures passed in: the peak (KiB) of the last run
+    against the p95 of the successful runs before it, at least five of them."""
+    from cronwrap.read.report import memory_note
+
+    usual = [100 * 1024, 110 * 1024, 90 * 1024, 120 * 1024, 105 * 1024]  # p95: 120 MiB
+    assert memory_note(3.0, 361 * 1024, usual) == \
+        "memory: peak 361 MiB, more than 3x its usual p95 of 120 MiB"
+    assert memory_note(3.0, 360 * 1024, usual) is None  # not more than 3x
+    assert memory_note(3.0, 900 * 1024, usual[:4]) is None  # too few runs to know the usual
+    assert memory_note(None, 900 * 1024, usual) is None  # no factor: off
+    assert memory_note(3.0, None, usual) is None  # no figure for the last run
+    assert memory_note(1.5, 2 * 1024 * 1024, usual) == \
+        "memory: peak 2.0 GiB, more than 1.5x its usual p95 of 120 MiB"

@@ -233,6 +233,9 @@ def ended(status: str, **fields) -> Run:
     (ended("timeout", exit_code=124, timed_out=True), "it reached its --timeout and was ended (exit 124)"),
     (ended("timeout", exit_code=137, timed_out=True), "was ended and needed KILL (exit 137)"),
     (ended("killed", exit_code=137, skip_reason="lease_lost"), "its lease was lost"),
+    (ended("killed", exit_code=143, signal=15, skip_reason="memory"),
+     "cronwrap ended its tree: it went over --max-memory (exit 143)"),
+    (ended("killed", exit_code=137, signal=9, skip_reason="cpu"), "went over --max-cpu (exit 137)"),
     (ended("skipped", skip_reason="overlap"), "another run of the job was live"),
     (ended("skipped", skip_reason="too_late"), "older than --catchup-window"),
     (ended("missed"), "the slot passed without a run"),
@@ -369,3 +372,27 @@ def test_an_answer_only_old_is_served_while_the_next_is_drawn(app):
         with lock:
             pass
     assert counted.reads == 2 and "as of 2027-01-15T08:00:32.000+00:00" in call(app, "/")[2]
+
+
+def test_the_run_page_and_the_history_api_show_the_slots_steps():
+    """cronwrap step's records (issue 26 §1): a Steps table on the run page, escaped, and
+    "steps" in /api/jobs/NAME/history, as history --json has them."""
+    shared = Shared()
+    request = ClaimRequest(job=JobInfo("j"), run_key="k", scheduled_at=NOW, trigger="manual",
+                           host="h1", pid=1, pid_start=1, lease=60.0)
+    run = shared.ledger.claim(request).run
+    for key, status, code in (("load <1>", "succeeded", 0), ("publish", "failed", 3)):
+        assert shared.ledger.begin_step(run.run_id, "k", run.fence, key, "h1", 9, False, 0).action == "run"
+        shared.ledger.end_step(run, key, status, code, None, 1500)
+    shared.ledger.begin_step(run.run_id, "k", run.fence, "left", "h1", 9, False, 0)
+    shared.ledger.finish(run, Finish(status="failed", duration_ms=5, exit_code=3, signal=None,
+                                     timed_out=False, error_tail=None, log_path=None))
+    app = serve.Dashboard(shared, lambda name: [], None, clock=lambda: NOW)
+    status, _, body = call(app, f"/jobs/j/runs/{run.run_id}")
+    assert status == 200 and '<table id="steps">' in body
+    assert "load &lt;1&gt;" in body and "load <1>" not in body
+    assert body.count("succeeded</td>") == 1 and ">abandoned</td>" in body  # "left": its attempt ended
+    status, _, api = call(app, "/api/jobs/j/history")
+    (row,) = json.loads(api)
+    assert [(s["step"], s["status"], s["exit_code"], s["attempt"]) for s in row["steps"]] == [
+        ("left", "running", None, 1), ("load <1>", "succeeded", 0, 1), ("publish", "failed", 3, 1)]

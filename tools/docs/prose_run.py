@@ -8,9 +8,10 @@ from datetime import timedelta
 
 from cronwrap import commands, errors, stdio
 from cronwrap.admin import CRONTAB_MAX
-from cronwrap.model import DURATION_BUCKETS
+from cronwrap.model import DURATION_BUCKETS, FORMAT_VERSION
 from cronwrap.process import supervise
 from cronwrap.read import monitoring as monitor, picture, serve
+from cronwrap.read.why import VERDICT_MEANINGS
 from cronwrap.redact import deadline, redactor as redact
 from cronwrap.run import catchup, retry, runlog
 
@@ -203,6 +204,23 @@ COMMAND_NOTES: dict[str, tuple[Block, ...]] = {
         "control characters other than newline, tab and CRLF are shown as escapes such as "
         "`\\x1b`, so a job's output cannot retitle or clear the terminal; `--raw` prints them "
         "as they are. `status`, `history`, `status --check` and `unlock` always escape them.",
+    ),
+    "why": (
+        "One short story of one slot: the schedule and its zone; whether the time asked is one "
+        "of its fire times (a time that is not: the fire times on either side, and the story of "
+        "the slot before it; a date: that day's first slot, or that the schedule does not fire "
+        "that day); what DST does that day (as `explain` says it); then what the ledger has "
+        "for the slot's run key: its run, how it ended and on which host, after how many "
+        "attempts; or why it was skipped; or that it was missed: recorded missed by a later "
+        "firing, or no row at all (no host's firing reached the ledger). This host's run log "
+        "adds what is recorded nowhere else: a firing of the slot skipped as a duplicate or "
+        "because the job's lock was busy, an off-slot firing that fell back to it, retries, a "
+        "lost lease, an end spooled to the outbox. The schedule is the one the job's firings "
+        "recorded in the ledger (else the configuration file's `[jobs.`*NAME*`]`). It reads "
+        "only, and never writes to the ledger. `--json` prints one object (`format` "
+        f"{FORMAT_VERSION}; cronwrap/schemas/why.json) whose `story` holds the lines and whose "
+        "`verdict` is one of: " + "; ".join(f"`{word}`, {meaning}"
+                                           for word, meaning in VERDICT_MEANINGS.items()) + ".",
     ),
     "unlock": (
         "The rows become `abandoned`, and the next claim of their slot takes them over (see "
@@ -607,6 +625,8 @@ MONITORING: tuple[Block, ...] = (
     "last run was recorded `warning` (the reason, `too_fast`, or the exit status, is shown), "
     "when the job has `--slow-factor` *F* and its last run took more than *F* times the 95th "
     "percentile of the successful runs before it (at least 5 among its last 50: `slow`), "
+    "when the job has `--memory-factor` *F* and its last run's peak memory was more than *F* "
+    "times the 95th percentile of those runs' peaks (`memory: peak …`), "
     "or when the last run's firing was more than "
     f"{LATE_GRACE} away from its slot (the host's clock, zone or crontab line is off; an "
     "`@reboot` catch-up counts too); `ok` otherwise. Health describes the present: slots "

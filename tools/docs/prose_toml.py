@@ -37,6 +37,8 @@ VALUE_SYNTAX = {
     spec.exit_codes: "a string of exit statuses (0 to 255) and ranges, separated by commas: "
                      "`\"0,24\"`, `\"1-3\"`; a single status may be a number",
     spec.factor: "a number of at least 1: `3`, `1.5`",
+    spec.size: "a size: `\"512M\"`, `\"1.5G\"`, `\"800K\"` (binary units), or a number of "
+               "bytes; 0 means none",
     spec.redact_patterns: "a string, or an array of strings: each a regular expression "
                           "(Python re syntax), `[\"ACME-[0-9]{6}\", \"internal-[a-z]+\"]`",
     spec.command_text: "a string",

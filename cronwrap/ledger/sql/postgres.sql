@@ -257,6 +257,95 @@ CREATE TABLE IF NOT EXISTS cronwrap_alert_sends (
   PRIMARY KEY (key, notifier, phase)
 );
 
+-- name: expansion_5
+-- Steps of a slot (issue 26 §1, cronwrap step KEY -- CMD): the parts of a job that must run
+-- once per slot whatever the attempts, keyed by (job, run key, step key), with the attempt,
+-- fence and host that last started each, and how it ended. A step starts only in a
+-- transaction that holds the run's row (FOR SHARE) and finds its fence to be the caller's, so a
+-- takeover (which rewrites the row's fence) waits for it, or comes first and refuses it.
+-- Nothing else reads or writes this table: cronwrap_claim() is unchanged and the previous
+-- release goes on beside; prune deletes a slot's steps with its run (the foreign key).
+CREATE TABLE IF NOT EXISTS cronwrap_steps (
+  job text NOT NULL,
+  run_key text NOT NULL,
+  step text NOT NULL,
+  run_id bigint NOT NULL,
+  status text NOT NULL,
+  attempt integer NOT NULL,
+  fence bigint NOT NULL,
+  host text,
+  pid integer,
+  started_at timestamptz NOT NULL,
+  finished_at timestamptz,
+  duration_ms bigint,
+  exit_code integer,
+  signal integer,
+  PRIMARY KEY (job, run_key, step),
+  FOREIGN KEY (job, run_key) REFERENCES cronwrap_runs (job, run_key) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS cronwrap_steps_run_id ON cronwrap_steps (run_id);
+
+-- name: step_run
+-- The run a step belongs to, its row held (FOR SHARE) to the step's commit: a takeover's
+-- claim, which rewrites the row, waits for the step's record, or has come first.
+SELECT * FROM cronwrap_runs WHERE id = %(run_id)s AND run_key = %(run_key)s FOR SHARE
+
+-- name: step_of_run
+SELECT * FROM cronwrap_steps
+WHERE job = %(job)s AND run_key = %(run_key)s AND step = %(step)s FOR UPDATE
+
+-- name: step_run_read
+-- cronwrap step --done: only asks, locks nothing.
+SELECT * FROM cronwrap_runs WHERE id = %(run_id)s AND run_key = %(run_key)s
+
+-- name: step_of_run_read
+SELECT * FROM cronwrap_steps WHERE job = %(job)s AND run_key = %(run_key)s AND step = %(step)s
+
+-- name: step_begin
+-- Written only while the run's fence is the caller's and the run is running: the fence check
+-- and the record are one statement (in the transaction that holds the run's row).
+INSERT INTO cronwrap_steps AS s (job, run_key, step, run_id, status, attempt, fence, host, pid,
+                                 started_at)
+SELECT r.job, r.run_key, %(step)s, r.id, 'running', r.attempts, r.fence, %(host)s, %(pid)s,
+  %(now)s
+FROM cronwrap_runs r WHERE r.id = %(run_id)s AND r.fence = %(fence)s AND r.status = 'running'
+ON CONFLICT (job, run_key, step) DO UPDATE SET run_id = excluded.run_id, status = 'running',
+  attempt = excluded.attempt, fence = excluded.fence, host = excluded.host, pid = excluded.pid,
+  started_at = excluded.started_at, finished_at = NULL, duration_ms = NULL, exit_code = NULL,
+  signal = NULL
+
+-- name: step_end
+-- The step's end, written over its own start only (never over a newer attempt's start of the
+-- same step); whether the run is still the caller's is asked apart (step_run).
+UPDATE cronwrap_steps SET status = %(status)s, finished_at = %(now)s,
+  duration_ms = %(duration_ms)s, exit_code = %(exit_code)s, signal = %(signal)s
+WHERE job = %(job)s AND run_key = %(run_key)s AND step = %(step)s AND fence = %(fence)s
+  AND status = 'running'
+
+-- name: steps_of_runs
+SELECT * FROM cronwrap_steps WHERE run_id = ANY(%(ids)s) ORDER BY run_id, started_at, step
+
+-- name: expansion_6
+-- What each attempt's job tree used (issue 26 section 2): CPU time, user and system, in ms,
+-- and the peak resident memory of its largest process in KiB, from the keeper's getrusage
+-- (the tree's subreaper, so daemons that left the session count). Keyed by (run id,
+-- attempt): a retry or a takeover adds a row, and the runs row holds only the latest attempt.
+-- The finish writes it in the same statement (one round trip, see finish). A table of its own,
+-- not columns of cronwrap_runs: the previous release's claims and finishes, which know nothing
+-- of it, can never leave one attempt's figures on another's row. Prune deletes a run's usage
+-- with the run (the foreign key); a ledger without it reads no usage.
+CREATE TABLE IF NOT EXISTS cronwrap_usage (
+  run_id bigint NOT NULL REFERENCES cronwrap_runs (id) ON DELETE CASCADE,
+  attempt integer NOT NULL,
+  cpu_user_ms bigint,
+  cpu_system_ms bigint,
+  max_rss_kb bigint,
+  PRIMARY KEY (run_id, attempt)
+);
+
+-- name: usage_of_runs
+SELECT * FROM cronwrap_usage WHERE run_id = ANY(%(ids)s)
+
 -- name: alerts_since
 -- Open alerts, and those closed since a time, each with the sends it has had (one row per
 -- send; none for an alert not sent anywhere yet).
@@ -612,6 +701,10 @@ WHERE id = %(id)s AND fence = %(fence)s AND status = 'running'
   AND host = %(host)s AND pid = %(pid)s AND pid_start = %(pid_start)s
 
 -- name: finish
+-- The run's end, and what its tree used (expansion 6) in the same statement: the usage row
+-- is written only when the update matched, so the statement's row count (1, or 0: the slot
+-- was taken over) is the update's.
+WITH ended AS (
 UPDATE cronwrap_runs SET
   status = %(status)s, skip_reason = %(skip_reason)s, finished_at = coalesce(%(now)s, now()),
   duration_ms = %(duration_ms)s, exit_code = %(exit_code)s, signal = %(signal)s,
@@ -620,6 +713,12 @@ UPDATE cronwrap_runs SET
 WHERE id = %(id)s AND fence = %(fence)s AND status = 'running'
   AND job = %(job)s AND run_key = %(run_key)s
   AND host = %(host)s AND pid = %(pid)s AND pid_start = %(pid_start)s
+RETURNING id, attempts)
+INSERT INTO cronwrap_usage AS u (run_id, attempt, cpu_user_ms, cpu_system_ms, max_rss_kb)
+SELECT id, attempts, %(cpu_user_ms)s::bigint, %(cpu_system_ms)s::bigint, %(max_rss_kb)s::bigint
+FROM ended
+ON CONFLICT (run_id, attempt) DO UPDATE SET cpu_user_ms = excluded.cpu_user_ms,
+  cpu_system_ms = excluded.cpu_system_ms, max_rss_kb = excluded.max_rss_kb
 
 -- name: runs_of_job
 -- The newest runs created since a time, newest first by creation: backwards along

@@ -198,6 +198,94 @@ BEGIN
   DELETE FROM alert_sends WHERE key = OLD.key;
 END;
 
+-- name: expansion_5
+-- Steps of a slot (cronwrap step), as postgres.sql's expansion_5 says. A run row deleted by
+-- prune takes its steps with it (runs_steps_pruned: SQLite enforces no foreign key unless asked).
+CREATE TABLE IF NOT EXISTS steps (
+  job TEXT NOT NULL,
+  run_key TEXT NOT NULL,
+  step TEXT NOT NULL,
+  run_id INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  fence INTEGER NOT NULL,
+  host TEXT,
+  pid INTEGER,
+  started_at REAL NOT NULL,
+  finished_at REAL,
+  duration_ms INTEGER,
+  exit_code INTEGER,
+  signal INTEGER,
+  PRIMARY KEY (job, run_key, step)
+);
+CREATE INDEX IF NOT EXISTS steps_run_id ON steps (run_id);
+CREATE TRIGGER IF NOT EXISTS runs_steps_pruned AFTER DELETE ON runs
+BEGIN
+  DELETE FROM steps WHERE job = OLD.job AND run_key = OLD.run_key;
+END;
+
+-- name: step_run
+-- The run a step belongs to, in the step's own BEGIN IMMEDIATE (no takeover in between).
+SELECT * FROM runs WHERE id = :run_id AND run_key = :run_key
+
+-- name: step_of_run
+SELECT * FROM steps WHERE job = :job AND run_key = :run_key AND step = :step
+
+-- name: step_run_read
+SELECT * FROM runs WHERE id = :run_id AND run_key = :run_key
+
+-- name: step_of_run_read
+SELECT * FROM steps WHERE job = :job AND run_key = :run_key AND step = :step
+
+-- name: step_begin
+-- Written only while the run's fence is the caller's and the run is running: the fence check
+-- and the record are one statement (and one transaction with the decision before it).
+INSERT INTO steps (job, run_key, step, run_id, status, attempt, fence, host, pid, started_at)
+SELECT r.job, r.run_key, :step, r.id, 'running', r.attempts, r.fence, :host, :pid, :now
+FROM runs r WHERE r.id = :run_id AND r.fence = :fence AND r.status = 'running'
+ON CONFLICT (job, run_key, step) DO UPDATE SET run_id = excluded.run_id, status = 'running',
+  attempt = excluded.attempt, fence = excluded.fence, host = excluded.host, pid = excluded.pid,
+  started_at = excluded.started_at, finished_at = NULL, duration_ms = NULL, exit_code = NULL,
+  signal = NULL
+
+-- name: step_end
+-- The step's end, written over its own start only (never over a newer attempt's start of the
+-- same step); whether the run is still the caller's is asked apart (step_run).
+UPDATE steps SET status = :status, finished_at = :now, duration_ms = :duration_ms,
+  exit_code = :exit_code, signal = :signal
+WHERE job = :job AND run_key = :run_key AND step = :step AND fence = :fence
+  AND status = 'running'
+
+-- name: steps_of_runs
+SELECT * FROM steps WHERE run_id IN (SELECT value FROM json_each(:ids))
+ORDER BY run_id, started_at, step
+
+-- name: expansion_6
+-- What each attempt's job tree used, as postgres.sql's expansion_6 says: CPU time (user,
+-- system) and peak memory, keyed by (run id, attempt), written with the finish in its
+-- transaction (record_usage). A run row deleted by prune takes its usage with it.
+CREATE TABLE IF NOT EXISTS usage (
+  run_id INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  cpu_user_ms INTEGER,
+  cpu_system_ms INTEGER,
+  max_rss_kb INTEGER,
+  PRIMARY KEY (run_id, attempt)
+);
+CREATE TRIGGER IF NOT EXISTS runs_usage_pruned AFTER DELETE ON runs
+BEGIN
+  DELETE FROM usage WHERE run_id = OLD.id;
+END;
+
+-- name: record_usage
+INSERT INTO usage (run_id, attempt, cpu_user_ms, cpu_system_ms, max_rss_kb)
+VALUES (:id, :attempt, :cpu_user_ms, :cpu_system_ms, :max_rss_kb)
+ON CONFLICT (run_id, attempt) DO UPDATE SET cpu_user_ms = excluded.cpu_user_ms,
+  cpu_system_ms = excluded.cpu_system_ms, max_rss_kb = excluded.max_rss_kb
+
+-- name: usage_of_runs
+SELECT * FROM usage WHERE run_id IN (SELECT value FROM json_each(:ids))
+
 -- name: alerts_since
 SELECT a.*, s.notifier, s.phase, s.sent_at
 FROM alerts a LEFT JOIN alert_sends s ON s.key = a.key AND s.sent_at IS NOT NULL
