@@ -2,6 +2,7 @@
 
     python burst_client.py ledger URL FIRST COUNT RUN_KEY OUT
     python burst_client.py floor  URL FIRST COUNT RUN_KEY OUT
+    python burst_client.py writes URL FIRST COUNT RUN_KEY OUT
 
 Run with bench/.venv's python, 50 of them at once. Each sets up (``ledger``: cronwrap's own
 ``PostgresLedger(URL)``, as installed, nothing patched; ``floor``: one psycopg connection in
@@ -10,7 +11,11 @@ together once every one is ready. Then it claims job-FIRST … job-(FIRST+COUNT-
 
 - ``ledger``: ``claim()`` of a ClaimRequest as a firing makes it (timed alone);
 - ``floor``: ``INSERT INTO burst_floor … ON CONFLICT DO NOTHING RETURNING id`` — the least any
-  claim can cost on this server, one statement and its commit.
+  claim can cost on this server, one statement and its commit;
+- ``writes`` (on a cronwrap ledger): the rows a claim must write and nothing else, as one
+  statement — the job's row upserted with its fence raised, the slot's row inserted running
+  under that fence — with none of the protocol's reads, checks or decisions: what any claim
+  that keeps cronwrap's tables costs at least (the bound on the ratio to the floor).
 
 A claim that raises is recorded with its error and the client goes on. OUT gets one JSON
 object: {"setup_ms", "claims": [[start epoch s, ms, claimed, error or null], …]}.
@@ -56,13 +61,36 @@ def floor_claimer(url: str, run_key: str):
     return claim
 
 
+def writes_claimer(url: str, run_key: str):
+    import psycopg
+
+    conn = psycopg.connect(url, autocommit=True, prepare_threshold=None, connect_timeout=10)
+    slot = datetime.strptime(run_key, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+
+    def claim(job: str) -> bool:
+        row = conn.execute(
+            "WITH j AS (INSERT INTO cronwrap_jobs AS j (name, fence, first_seen, last_seen, "
+            "last_slot) VALUES (%(job)s, 1, now(), now(), %(slot)s) ON CONFLICT (name) DO UPDATE SET "
+            "last_seen = excluded.last_seen, fence = j.fence + 1 RETURNING fence) "
+            "INSERT INTO cronwrap_runs (job, run_key, scheduled_at, trigger, status, attempts, "
+            "host, pid, pid_start, locked_by, locked_until, fence, started_at, created_at) "
+            "SELECT %(job)s, %(key)s, %(slot)s, 'schedule', 'running', 1, 'burst', 1, 1, "
+            "'burst', now() + interval '120 s', fence, now(), now() FROM j "
+            "ON CONFLICT DO NOTHING RETURNING id",
+            {"job": job, "key": run_key, "slot": slot}).fetchone()
+        return row is not None
+
+    return claim
+
+
 def main() -> int:
     mode, url, first, count, run_key, out = sys.argv[1:7]
     first, count = int(first), int(count)
     t0 = time.perf_counter()
     claims = []
     try:
-        claim = (ledger_claimer if mode == "ledger" else floor_claimer)(url, run_key)
+        claimer = {"ledger": ledger_claimer, "floor": floor_claimer, "writes": writes_claimer}
+        claim = claimer[mode](url, run_key)
     except Exception as exc:  # a client that cannot even set up is reported, not hidden
         claim = None
         claims.append([time.time(), 0.0, False, f"setup: {one_line(exc)}"])

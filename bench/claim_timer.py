@@ -1,6 +1,6 @@
 """Time ``PostgresLedger.claim()`` as one host's cron firings would call it (bench/run.py race).
 
-    python claim_timer.py URL HOST JOBS START_AT OUT
+    python claim_timer.py URL HOST JOBS START_AT OUT [ledger|floor]
 
 Run with bench/.venv's python, one process per "host", all started with the same START_AT
 (epoch seconds). From START_AT each process does, for job-0 … job-(JOBS-1) in the same order
@@ -9,6 +9,10 @@ as the other hosts (so the hosts contend for the same job rows at the same momen
 (connect + schema check), ``claim()`` the minute's slot, ``finish()`` it when claimed, close.
 Only the ledger calls are timed; Python start-up and the job are left out. One JSON line per
 claim goes to OUT: {"job", "connect_ms", "claim_ms", "claimed", "skip_reason"}.
+
+``floor`` (issue 24 §2's reference for the race's p95): the same connections and order, but
+the "claim" is one ``INSERT … ON CONFLICT DO NOTHING RETURNING id`` into a bare table
+(``race_floor``, created by the bench), on a fresh psycopg connection as the firing's is.
 
 cronwrap itself records no claim timing, and this helper changes nothing in it: it calls the
 installed package's own classes.
@@ -28,6 +32,8 @@ from cronwrap.process import procs
 
 def main() -> int:
     url, host, jobs, start_at, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+    if sys.argv[6:] == ["floor"]:
+        return floor(url, jobs, start_at, out)
     pid, pid_start = procs.self_identity()
     slot = datetime.fromtimestamp(start_at - start_at % 60, timezone.utc)
     run_key = slot.strftime("%Y-%m-%dT%H:%M:%SZ")  # as runner.minute_slot
@@ -51,6 +57,30 @@ def main() -> int:
         ledger.close()
         results.append({"job": n, "connect_ms": (t1 - t0) * 1000, "claim_ms": (t2 - t1) * 1000,
                         "claimed": claim.run is not None, "skip_reason": claim.skip_reason})
+    with open(out, "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in results))
+    return 0
+
+
+def floor(url: str, jobs: int, start_at: float, out: str) -> int:
+    import psycopg
+
+    slot = datetime.fromtimestamp(start_at - start_at % 60, timezone.utc)
+    run_key = slot.strftime("%Y-%m-%dT%H:%M:%SZ")
+    results = []
+    delay = start_at - time.time()
+    if delay > 0:
+        time.sleep(delay)
+    for n in range(jobs):
+        t0 = time.perf_counter()
+        conn = psycopg.connect(url, autocommit=True, prepare_threshold=None)
+        t1 = time.perf_counter()
+        row = conn.execute("INSERT INTO race_floor (job, run_key) VALUES (%s, %s) "
+                           "ON CONFLICT DO NOTHING RETURNING id", (f"job-{n}", run_key)).fetchone()
+        t2 = time.perf_counter()
+        conn.close()
+        results.append({"job": n, "connect_ms": (t1 - t0) * 1000, "claim_ms": (t2 - t1) * 1000,
+                        "claimed": row is not None, "skip_reason": None if row else "duplicate"})
     with open(out, "w") as f:
         f.write("".join(json.dumps(r) + "\n" for r in results))
     return 0

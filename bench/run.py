@@ -32,6 +32,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import claims as claim_rows
 import fleet
 from load import load as load_clients
 from common import (HERE, PgSession, event_time, pct, pg_url, read_events, run_with_usage,
@@ -767,6 +768,9 @@ class Bench:
     def burst(self) -> None:
         fleet.burst(self)
 
+    def claims(self) -> None:
+        claim_rows.claims(self)
+
     def fleet(self) -> None:
         fleet.fleet(self)
 
@@ -1342,8 +1346,8 @@ def http_get(url: str, headers: dict[str, str]) -> tuple[float, float]:
 
 
 MEASUREMENTS = ("startup", "startup_pg", "startup_config", "big_output", "term_lateness", "race", "takeover",
-                "status", "history", "serve", "watch", "connections", "burst", "fleet", "step",
-                "package")
+                "status", "history", "serve", "watch", "connections", "burst", "claims", "fleet",
+                "step", "package")
 
 
 def main() -> int:

@@ -12,6 +12,7 @@ import math
 import os
 import random
 import re
+import threading
 import time
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timezone
@@ -40,7 +41,7 @@ STATEMENT_TIMEOUT_MS = 15_000  # a hung server or a held lock cannot hang a cron
 IDLE_IN_TRANSACTION_MS = 10_000
 # A server that stops answering without closing the connection (a partition, a hung proxy)
 # would block a statement forever: statement_timeout runs on the server, keepalives only see
-# a dead peer. Past this, the connection's socket is shut down from a timer thread, so the
+# a dead peer. Past this, the connection's socket is shut down by the watchdog thread, so the
 # call fails and the heartbeat's lease check (or the outbox) takes over.
 TRANSACTION_TIMEOUT_S = 20.0
 CONNECT_HINT = "check --db / CRONWRAP_DB, or use --on-db-error run-unrecorded"
@@ -63,32 +64,70 @@ _KV_ITEM = re.compile(r"\s*([^\s=']+)\s*(=\s*(?:'(?:[^'\\]|\\.)*(?:'|$)|(?:[^\s'
 
 
 class _Watchdog:
-    """Shuts a connection's socket down if a transaction outlives ``seconds``."""
+    """Shuts a connection's socket down once its statement or transaction has outlived
+    TRANSACTION_TIMEOUT_S: one daemon thread for the whole process, started at the first
+    statement, instead of a timer thread per statement (a thread's start and end cost more
+    than a claim's own client work). ``arm`` and ``disarm`` only write a dict under a lock:
+    the thread is never woken for them. Every deadline is now + the same timeout, so none is
+    earlier than the thread's next wake-up, which it never sleeps past: it wakes at the
+    earliest deadline armed, or a timeout from now when none is."""
 
-    def __init__(self, conn: psycopg.Connection[Row], seconds: float) -> None:
-        import threading
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.lock = threading.Lock()
+        self.armed: dict[int, tuple[float, psycopg.Connection[Row]]] = {}
+        self.tokens = itertools.count()
+        self.thread: threading.Thread | None = None
+        os.register_at_fork(after_in_child=self._forked)
 
-        self.conn = conn
-        self.timer = threading.Timer(seconds, self._abort)
-        self.timer.daemon = True
-        self.timer.start()
+    def arm(self, conn: psycopg.Connection[Row]) -> int:
+        token = next(self.tokens)
+        with self.lock:
+            self.armed[token] = (time.monotonic() + self.seconds, conn)
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._watch, name="cronwrap-pg-watchdog",
+                                               daemon=True)
+                self.thread.start()
+        return token
 
-    def _abort(self) -> None:
-        import socket
+    def disarm(self, token: int) -> None:
+        with self.lock:
+            self.armed.pop(token, None)
 
-        try:
-            sock = socket.socket(fileno=os.dup(self.conn.fileno()))
-        except (OSError, psycopg.Error):
-            return
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        finally:
-            sock.close()
+    def _forked(self) -> None:
+        """A forked child has none of its parent's threads, nor its statements."""
+        self.lock = threading.Lock()
+        self.armed = {}
+        self.thread = None
 
-    def cancel(self) -> None:
-        self.timer.cancel()
+    def _watch(self) -> None:
+        while True:
+            now = time.monotonic()
+            with self.lock:
+                late = [t for t, (deadline, _) in self.armed.items() if deadline <= now]
+                for token in late:
+                    _shut_down(self.armed.pop(token)[1])
+                nearest = min((d for d, _ in self.armed.values()), default=now + self.seconds)
+            time.sleep(max(nearest - now, 0.01))
+
+
+def _shut_down(conn: psycopg.Connection[Row]) -> None:
+    """Shut the connection's socket down under libpq, so the call blocked on it fails."""
+    import socket
+
+    try:
+        sock = socket.socket(fileno=os.dup(conn.fileno()))
+    except (OSError, psycopg.Error):
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        sock.close()
+
+
+_WATCHDOG = _Watchdog(TRANSACTION_TIMEOUT_S)
 
 
 def redact_dsn(dsn: str) -> str:
@@ -430,13 +469,13 @@ class PostgresLedger(SqlLedger):
         with self._shared():
             try:
                 with self._connection(wait) as conn:
-                    watchdog = _Watchdog(conn, TRANSACTION_TIMEOUT_S)
+                    token = _WATCHDOG.arm(conn)
                     try:
                         cur = conn.execute(self.q[name], params)
                         rows = cur.fetchall() if cur.description else []
                         return cur.rowcount, rows
                     finally:
-                        watchdog.cancel()
+                        _WATCHDOG.disarm(token)
             except psycopg.Error as exc:
                 raise self._failed(exc) from exc
 
@@ -519,7 +558,7 @@ class PostgresLedger(SqlLedger):
         self._tx_now = None
         try:
             with self._connection() as conn:
-                watchdog = _Watchdog(conn, TRANSACTION_TIMEOUT_S)
+                token = _WATCHDOG.arm(conn)
                 try:
                     with conn.transaction():
                         cur = conn.cursor()
@@ -528,7 +567,7 @@ class PostgresLedger(SqlLedger):
                         self._tx_now = settings["now"]
                         yield cur
                 finally:
-                    watchdog.cancel()
+                    _WATCHDOG.disarm(token)
         except psycopg.Error as exc:
             raise self._failed(exc) from exc
 

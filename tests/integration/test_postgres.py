@@ -14,6 +14,7 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
@@ -22,8 +23,10 @@ from hypothesis import strategies as st
 
 from cronwrap.errors import LedgerError
 from cronwrap.ledger import sql
+from cronwrap.ledger import postgres as pg_module
 from cronwrap.ledger.postgres import PostgresLedger, redact_dsn
 from cronwrap.model import ClaimRequest, Finish, JobInfo, Reason
+from tests.tcpproxy import TcpProxy
 
 pytestmark = pytest.mark.postgres
 
@@ -288,6 +291,61 @@ def test_a_dropped_connection_fails_one_call_and_the_next_reconnects(pg_dsn, pg_
     with pytest.raises(LedgerError, match="query failed"):
         pg_ledger.heartbeat(run, 60)
     assert pg_ledger.heartbeat(run, 60)
+
+
+class _Freezable(TcpProxy):
+    """Connections stay open, bytes are taken, nothing is answered while ``frozen`` is set."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.frozen = threading.Event()
+        super().__init__(host, port)
+
+    def relay(self, data: bytes, to_server: bool) -> bool:
+        while self.frozen.is_set():
+            time.sleep(0.02)
+        return True
+
+
+def test_a_server_that_stops_answering_fails_the_call_from_one_watchdog_thread(pg_dsn,
+                                                                                monkeypatch):
+    """A statement that never gets an answer (a hung server or proxy: the connection stays
+    open) fails once it outlives the watchdog's limit, and the next call reconnects; every
+    statement of the process is watched by the same one thread, none started per statement."""
+    watchdog = pg_module._Watchdog(0.5)  # TRANSACTION_TIMEOUT_S (20 s) would slow the suite
+    monkeypatch.setattr(pg_module, "_WATCHDOG", watchdog)
+    url = urlsplit(pg_dsn)
+    proxy = _Freezable(url.hostname, url.port or 5432)
+    led = PostgresLedger(f"postgresql://{url.username}@127.0.0.1:{proxy.port}{url.path}")
+    try:
+        run = led.claim(claim_req("w1", job="watched")).run
+        assert run is not None
+        thread = watchdog.thread
+        before = threading.active_count()
+        for n in range(20):
+            assert led.heartbeat(run, 60)
+        assert watchdog.thread is thread and thread is not None and thread.is_alive()
+        assert threading.active_count() == before
+        proxy.frozen.set()
+        failed: list[BaseException] = []
+
+        def renew() -> None:
+            try:
+                led.heartbeat(run, 60)
+            except LedgerError as exc:
+                failed.append(exc)
+
+        caller = threading.Thread(target=renew, daemon=True)
+        caller.start()
+        caller.join(30)  # without the watchdog the call would wait for ever
+        assert not caller.is_alive(), "the unanswered statement was never ended"
+        assert len(failed) == 1 and "query failed" in str(failed[0]), failed
+        proxy.frozen.clear()
+        assert led.heartbeat(run, 60)  # a new connection
+        assert not watchdog.armed
+    finally:
+        proxy.frozen.clear()
+        led.close()
+        proxy.close()
 
 
 # -- data ------------------------------------------------------------------------------------
