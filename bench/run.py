@@ -812,6 +812,11 @@ class Bench:
         base = self.env("status-floor")
         measured["floor"] = ([self.python, str(HERE / "floor_wrapper.py"), str(self.tmp), "true"], base)
         measured["python"] = ([self.python, "-c", "pass"], base)  # the interpreter's own start
+        # what no status of the most jobs can go below (bench/status_floor.py), on its ledger
+        most = self.sqlite_status_ledger(*sizes[-1])[0] / "ledger.db"
+        measured["least"] = ([self.python, str(HERE / "status_floor.py"), str(most)], base)
+        measured["least next"] = ([self.python, str(HERE / "status_floor.py"), str(most),
+                                   "--next"], base)
         if psycopg_cost:  # what PostgreSQL may add: the venv's Python importing psycopg and connecting
             measured["psycopg"] = ([self.python, "-c", "import sys, psycopg; psycopg.connect(sys.argv[1]).close()",
                                     psycopg_cost[0]], base)
@@ -847,6 +852,13 @@ class Bench:
                      f"wrapper ({floor:.1f} ms; ms, medians); limit {limit:.0f} ms"
                      + (f" ({cost}){beside}" if pg else "") + detail,
                      budget, all(med[keys[k]] <= limit for k in commands))
+        least, least_next = med["least"], med["least next"]
+        self.row(f"the least a status of {sizes[-1][0]:,} jobs does, stdlib only (bench/"
+                 f"status_floor.py), median of {n}",
+                 f"one query and a line a job {least:.0f} ms = {least / floor:.2f}x the floor "
+                 f"wrapper ({floor:.1f} ms); with each job's next slot (cronsim, as cronwrap) "
+                 f"{least_next:.0f} ms = {least_next / floor:.2f}x: what any status that shows "
+                 "next slots costs before its own work", "(the status budget's reach)", None)
         if not psycopg_cost:
             for jobs, runs in sizes:
                 self.skipped_pg(f"status over {jobs * runs:,} runs, {jobs:,} jobs{quick}, PostgreSQL",

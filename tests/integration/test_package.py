@@ -29,7 +29,6 @@ from tools.cleanroot import dpkg, in_root, make_root
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "build" / "package"
-pytestmark = pytest.mark.xdist_group("build")  # one worker builds once, in one directory
 
 
 class Built:
@@ -41,7 +40,9 @@ class Built:
 def built() -> Built:
     """One build for every test here (~1-2 min on 2 cores; the PyInstaller venv under build/
     is kept while pyproject.toml and constraints.txt are unchanged). gzip rather than xz for
-    the package's data: the same files, a third of the time."""
+    the package's data: the same files, a third of the time. tests/run.sh keeps a file's tests
+    in one xdist worker (--dist loadfile): a session fixture is per worker, and two builds in
+    build/package at once break each other."""
     for tool in ("dpkg-deb", "dpkg", "chroot", "unshare"):
         if shutil.which(tool) is None:
             missing(f"{tool} is not installed", "package tests")
