@@ -223,10 +223,14 @@ class OutputCapture:
             try:
                 ensure_private_dir(file.parent)
                 self.fd = open_private(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-                if timestamps:
-                    self.times = open_private(times_path(file), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             except Exception as exc:
                 self.error = f"cannot capture output to {file}: {exc}"
+        if timestamps and self.fd is not None:
+            assert file is not None
+            try:
+                self.times = open_private(times_path(file), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            except Exception as exc:  # the output is still captured, without its times
+                self.error = f"cannot record output timestamps in {times_path(file)}: {exc}"
 
     def __call__(self, fd: int, data: bytes) -> None:
         ms = int(time.time() * 1000) if self.times is not None else 0

@@ -155,3 +155,18 @@ def test_timestamps_cover_a_truncated_capture_s_tail_and_go_with_its_output(cw, 
         os.utime(old, (0, 0))
     cw("run", "-n", "big", "--force", "--keep-logs", "1d", "--", "true", check_rc=0)
     assert not capture.exists() and not times.exists()
+
+
+def test_a_times_file_planted_as_a_symlink_is_refused_and_the_output_still_captured(cw, home,
+                                                                                     tmp_path):
+    target = tmp_path / "precious"
+    target.write_text("keep me\n")
+    job_dir = home / "logs" / "ln"
+    job_dir.mkdir(parents=True, mode=0o700)
+    home.chmod(0o700)
+    (home / "logs").chmod(0o700)
+    (job_dir / "1.1.times").symlink_to(target)
+    proc = cw("run", "-n", "ln", "--timestamps", "--", "echo", "still captured", check_rc=0)
+    assert target.read_text() == "keep me\n"
+    assert b"cannot record output timestamps" in proc.stderr and b"symlink" in proc.stderr
+    assert cw("logs", "ln", check_rc=0).stdout == b"still captured\n"
