@@ -110,7 +110,7 @@ def test_a_hook_that_sleeps_past_its_timeout_is_ended(tmp_path):
     started = time.monotonic()
     result = run_hook(f"echo $$ > {tmp_path}/pid; echo before; sleep 60", BASE_ENV, 1)
     elapsed = time.monotonic() - started
-    assert result.timed_out and elapsed < 1 + 3
+    assert result.timed_out and elapsed < 1 + 20  # not the hook's 60 s
     assert result.exit_code == 128 + 15 and result.output_tail == "before\n"
 
 
@@ -120,7 +120,7 @@ def test_a_hook_that_ignores_term_gets_kill_and_its_whole_group_goes(tmp_path):
     result = run_hook(script, BASE_ENV, 1)
     elapsed = time.monotonic() - started
     assert result.timed_out and result.exit_code == 128 + 9
-    assert 1 + 2 - 0.5 < elapsed < 1 + 3 + 1  # TERM at 1 s, KILL 2 s later
+    assert 1 + 2 - 0.5 < elapsed < 1 + 2 + 20  # TERM at 1 s, KILL 2 s later; never the 60 s
     child = int((tmp_path / "child").read_text())
     deadline = time.monotonic() + 2
     while not gone(child) and time.monotonic() < deadline:
@@ -143,14 +143,14 @@ def test_a_hook_that_ignores_term_loses_a_descendant_that_left_its_session_too(t
 def test_a_hook_that_closes_its_output_is_still_bounded():
     started = time.monotonic()
     result = run_hook("exec >/dev/null 2>&1; sleep 60", BASE_ENV, 1)
-    assert result.timed_out and time.monotonic() - started < 1 + 3
+    assert result.timed_out and time.monotonic() - started < 1 + 20  # not the hook's 60 s
 
 
 def test_a_background_child_holding_the_pipe_does_not_hold_the_hook():
     started = time.monotonic()
     result = run_hook("sleep 30 & echo done", BASE_ENV, 20)
     assert result.exit_code == 0 and not result.timed_out and result.output_tail == "done\n"
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 15  # not the child's 30 s, nor the hook's 20 s limit
 
 
 def test_a_hook_runs_in_its_own_session_with_stdin_from_dev_null():
