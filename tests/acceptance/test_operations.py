@@ -111,7 +111,7 @@ def test_success_hook_and_hook_timeout(cw, tmp_path):
     assert marker.exists()
     start = time.monotonic()
     proc = cw("run", "-n", "slowhook", "--on-success", "sleep 30", "--hook-timeout", "1", "--", "true")
-    assert proc.returncode == 0 and time.monotonic() - start < 8
+    assert proc.returncode == 0 and time.monotonic() - start < 20  # not the hook's 30 s
     hook_event = [e for e in events(cw.home) if e["event"] == "hook" and e["job"] == "slowhook"][0]
     assert hook_event["timed_out"] is True
 
@@ -209,7 +209,7 @@ def test_a_dead_ping_server_does_not_delay_the_job(cw):
     sock.close()  # nothing listens: connections are refused
     start = time.monotonic()
     proc = cw("run", "-n", "d", "--ping", f"http://127.0.0.1:{port}/x", "--", "true")
-    assert proc.returncode == 0 and time.monotonic() - start < 5
+    assert proc.returncode == 0 and time.monotonic() - start < 10
     assert any(e["event"] == "ping_failed" for e in events(cw.home))
 
 
