@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 
 
 class TcpProxy:
@@ -81,3 +82,18 @@ class TcpProxy:
 
     def close(self) -> None:
         self.cut()
+
+
+class FreezableProxy(TcpProxy):
+    """A TcpProxy that can also freeze: connections stay open, bytes are taken, nothing is
+    answered while ``frozen`` is set (a hung server, or a stuck middlebox, as the client sees
+    it)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.frozen = threading.Event()
+        super().__init__(host, port)
+
+    def relay(self, data: bytes, to_server: bool) -> bool:
+        while self.frozen.is_set():
+            time.sleep(0.02)
+        return True

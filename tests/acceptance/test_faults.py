@@ -33,7 +33,7 @@ from tests.needs import missing
 
 from tests.acceptance.conftest import alive, same_minute, wait_for
 from tests.conftest import job_holder, lock_holder
-from tests.tcpproxy import TcpProxy
+from tests.tcpproxy import FreezableProxy, TcpProxy
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -219,19 +219,6 @@ def test_a_zombie_job_does_not_hold_a_pid_lock(cw, home):
 
 
 # -- PostgreSQL restarted, frozen, or never answering ------------------------------------------
-
-class FreezableProxy(TcpProxy):
-    """A TcpProxy that can also freeze: connections stay open, bytes are taken, nothing is
-    answered (a hung server, or a stuck middlebox, as the client sees it)."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.frozen = threading.Event()
-        super().__init__(host, port)
-
-    def relay(self, data: bytes, to_server: bool) -> bool:
-        while self.frozen.is_set():
-            time.sleep(0.02)
-        return True
 
 
 @pytest.fixture

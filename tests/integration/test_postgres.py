@@ -26,7 +26,7 @@ from cronwrap.ledger import sql
 from cronwrap.ledger import postgres as pg_module
 from cronwrap.ledger.postgres import PostgresLedger, redact_dsn
 from cronwrap.model import ClaimRequest, Finish, JobInfo, Reason
-from tests.tcpproxy import TcpProxy
+from tests.tcpproxy import FreezableProxy
 
 pytestmark = pytest.mark.postgres
 
@@ -293,18 +293,6 @@ def test_a_dropped_connection_fails_one_call_and_the_next_reconnects(pg_dsn, pg_
     assert pg_ledger.heartbeat(run, 60)
 
 
-class _Freezable(TcpProxy):
-    """Connections stay open, bytes are taken, nothing is answered while ``frozen`` is set."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.frozen = threading.Event()
-        super().__init__(host, port)
-
-    def relay(self, data: bytes, to_server: bool) -> bool:
-        while self.frozen.is_set():
-            time.sleep(0.02)
-        return True
-
 
 def test_a_server_that_stops_answering_fails_the_call_from_one_watchdog_thread(pg_dsn,
                                                                                 monkeypatch):
@@ -314,7 +302,7 @@ def test_a_server_that_stops_answering_fails_the_call_from_one_watchdog_thread(p
     watchdog = pg_module._Watchdog(0.5)  # TRANSACTION_TIMEOUT_S (20 s) would slow the suite
     monkeypatch.setattr(pg_module, "_WATCHDOG", watchdog)
     url = urlsplit(pg_dsn)
-    proxy = _Freezable(url.hostname, url.port or 5432)
+    proxy = FreezableProxy(url.hostname, url.port or 5432)
     led = PostgresLedger(f"postgresql://{url.username}@127.0.0.1:{proxy.port}{url.path}")
     try:
         run = led.claim(claim_req("w1", job="watched")).run
