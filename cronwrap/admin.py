@@ -183,7 +183,7 @@ def unlock(name: str, lock_file: str | None, host: str | None, db: str | None) -
     return 0
 
 
-def _lock_file(name: str, given: str | None) -> tuple[Path, Path]:
+def _lock_file(name: str, given: str | None) -> tuple[str, str]:
     """The job's lock file as its firings on this host find it (--lock-file,
     CRONWRAP_LOCK_FILE, lock-file in the config file, else the default), and the lock
     directory that keeps its holder record."""

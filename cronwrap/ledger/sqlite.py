@@ -8,7 +8,6 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from pathlib import Path
 
 from cronwrap.errors import LedgerError
 from cronwrap.errors import PathError
@@ -58,7 +57,7 @@ class SqliteLedger(SqlLedger):
     monitoring matters most; nothing is created or migrated (a missing ledger reads as an
     empty one, an older or newer schema as it is: rows are read by column name)."""
 
-    def __init__(self, path: Path | None, clock: Callable[[], float] | None = None,
+    def __init__(self, path: str | None, clock: Callable[[], float] | None = None,
                  busy_timeout: float = BUSY_TIMEOUT_S, checkpoint_on_close: bool = True,
                  read_only: bool = False) -> None:
         super().__init__(sql.load("sqlite"))
@@ -75,7 +74,7 @@ class SqliteLedger(SqlLedger):
             try:  # 0600, no symlink, a regular file (one name, to write it); WAL files inherit the mode
                 os.close(open_private(path, os.O_RDONLY if read_only else os.O_RDWR | os.O_CREAT))
                 for sidecar in SIDECARS:  # SQLite opens these itself: even a reader writes -shm
-                    check_existing(Path(f"{path}{sidecar}"))
+                    check_existing(f"{path}{sidecar}")
             except PathError as exc:
                 if not isinstance(exc.__cause__, OSError):
                     raise  # unsafe (symlink, another user's file): refused, never run around

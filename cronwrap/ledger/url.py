@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from cronwrap.errors import UsageError
 from cronwrap.paths import Dirs, check_parent, ensure_private_dir
 from cronwrap.record import TYPE_CHECKING
@@ -32,7 +30,7 @@ def open_ledger(url: str | None, dirs: Dirs, exiting: bool = False,
     from cronwrap.ledger.sqlite import SqliteLedger
 
     if url:
-        file = Path(url[len("sqlite://"):])
+        file = url[len("sqlite://"):]
         check_parent(file)
     elif read_only:
         file = dirs.ledger_file

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 
 from cronwrap.errors import ConfigError, UsageError
 from cronwrap.model import valid_name
@@ -30,7 +29,7 @@ from cronwrap.record import TYPE_CHECKING, Record
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
-ETC_CONFIG = Path("/etc/cronwrap/config.toml")
+ETC_CONFIG = "/etc/cronwrap/config.toml"
 NOT_KEYS = {
     "command": "the command comes after -- on the crontab line",
     "name": "a job's settings go in its own [jobs.NAME] section",
@@ -47,7 +46,7 @@ class Config(Record):
     (``str``, or ``bool`` for a flag), already checked by the option's parser. ``lines`` maps
     ``(job name or None for [defaults], option name)`` to the line the value is on."""
 
-    path: Path | None
+    path: str | None
     defaults: dict[str, str | bool]
     jobs: dict[str, dict[str, str | bool]]
     lines: dict[tuple[str | None, str], int]
@@ -85,7 +84,7 @@ class MergedSettings(Record):
 
 # -- finding the file --------------------------------------------------------------------------
 
-def find_config(environ: Mapping[str, str], euid: int | None = None) -> Path | None:
+def find_config(environ: Mapping[str, str], euid: int | None = None) -> str | None:
     """``$CRONWRAP_CONFIG`` (which must exist), else the user's file, else ``/etc``'s, else None.
 
     The user's file is ``$XDG_CONFIG_HOME/cronwrap/config.toml`` (default ``~/.config``). A
@@ -95,7 +94,7 @@ def find_config(environ: Mapping[str, str], euid: int | None = None) -> Path | N
     euid = os.geteuid() if euid is None else euid
     explicit = environ.get("CRONWRAP_CONFIG")
     if explicit:
-        path = Path(explicit).expanduser()
+        path = os.path.expanduser(explicit)
         info = _stat(path)
         if info is None:
             raise ConfigError(f"CRONWRAP_CONFIG={shown(explicit)}: no such file (unset the "
@@ -112,15 +111,16 @@ def find_config(environ: Mapping[str, str], euid: int | None = None) -> Path | N
     return None
 
 
-def _user_config(environ: Mapping[str, str]) -> Path | None:
+def _user_config(environ: Mapping[str, str]) -> str | None:
     xdg = environ.get("XDG_CONFIG_HOME", "")
     if os.path.isabs(xdg):  # the XDG spec says to ignore a relative value
-        return Path(xdg) / "cronwrap" / "config.toml"
+        return os.path.join(xdg, "cronwrap", "config.toml")
     home = environ.get("HOME") or os.path.expanduser("~")
-    return Path(home) / ".config" / "cronwrap" / "config.toml" if os.path.isabs(home) else None
+    return os.path.join(home, ".config", "cronwrap", "config.toml") if os.path.isabs(home) \
+        else None
 
 
-def _stat(path: Path) -> os.stat_result | None:
+def _stat(path: str) -> os.stat_result | None:
     try:
         return os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -129,7 +129,7 @@ def _stat(path: Path) -> os.stat_result | None:
         raise ConfigError(f"{shown(path)}: {exc.strerror}") from None
 
 
-def _check_trusted(path: Path, info: os.stat_result, euid: int) -> None:
+def _check_trusted(path: str, info: os.stat_result, euid: int) -> None:
     if stat.S_ISCHR(info.st_mode) and str(path) == os.devnull:
         return
     if not str(path).isprintable():  # every message names the file: it must fit on a line
@@ -147,7 +147,7 @@ def _check_trusted(path: Path, info: os.stat_result, euid: int) -> None:
 
 # -- loading it --------------------------------------------------------------------------------
 
-def load_config(path: Path) -> Config:
+def load_config(path: str) -> Config:
     """Read and check ``path``; ``ConfigError`` (exit 125) names file, line and key."""
     text = _read(path)
     data = _parse_toml(text, path)
@@ -177,7 +177,7 @@ def load_config(path: Path) -> Config:
 CONFIG_MAX = 1 << 20  # a config file is a few KiB: /dev/zero is refused, not read to the end
 
 
-def _read(path: Path) -> str:
+def _read(path: str) -> str:
     try:
         with open(path, "rb") as handle:
             raw = handle.read(CONFIG_MAX + 1)
@@ -192,7 +192,7 @@ def _read(path: Path) -> str:
         raise ConfigError(f"{path}: not UTF-8 text") from None
 
 
-def _parse_toml(text: str, path: Path) -> dict[str, Any]:
+def _parse_toml(text: str, path: str) -> dict[str, Any]:
     import tomllib
 
     try:
@@ -291,7 +291,7 @@ def _check_value(job: str | None, raw_key: str, key: str, value: Any, line: str)
         parsed = opt.parse(text, label)
     except UsageError as exc:
         raise ConfigError(str(exc)) from None
-    if opt.parse is spec.path and not parsed.is_absolute():
+    if opt.parse is spec.path and not os.path.isabs(parsed):
         # cron starts jobs in $HOME: relative to what would be a guess either way
         raise ConfigError(f"{label}: {text!r} is a relative path; the config file needs an "
                           "absolute one (or ~/…)")
@@ -325,7 +325,7 @@ class _Locator:
     ``[table]`` headers and ``key = value`` lines. Good enough for hand-written files; a key
     it cannot place (inside an inline table, say) is reported at its table's line."""
 
-    def __init__(self, path: Path, text: str) -> None:
+    def __init__(self, path: str, text: str) -> None:
         self.path = path
         self.index: dict[tuple[str, ...], int] = {}
         table: tuple[str, ...] = ()

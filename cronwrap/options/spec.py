@@ -11,8 +11,8 @@ is too large to keep goes to the ``warn`` its caller passes.
 from __future__ import annotations
 
 import math
+import os
 import signal as _signal
-from pathlib import Path
 
 from cronwrap.errors import UsageError
 from cronwrap.model import ALNUM, SCOPES, Status, valid_name
@@ -194,20 +194,22 @@ def choice(*choices: str) -> Callable[[str, str], str]:
     return parse
 
 
-def path(text: str, label: str) -> Path:
+def path(text: str, label: str) -> str:
+    """A path as a string (the run path never imports pathlib: paths.Dirs), ``~`` expanded,
+    ``.``, ``..`` and doubled slashes folded (``os.path.normpath``)."""
     if not text or "\0" in text:
         raise UsageError(f"{label}: {text!r} is not a path")
-    try:
-        return Path(text).expanduser()
-    except RuntimeError:  # ~user for a user that does not exist
-        raise UsageError(f"{label}: {text!r}: no such user for '~'; give an absolute path") from None
+    expanded = os.path.expanduser(text)
+    if expanded.startswith("~"):  # ~user for a user that does not exist
+        raise UsageError(f"{label}: {text!r}: no such user for '~'; give an absolute path")
+    return os.path.normpath(expanded)
 
 
-def absolute_path(text: str, label: str) -> Path:
+def absolute_path(text: str, label: str) -> str:
     """A path other commands look for later (--log-dir: recorded in the ledger, read by logs
     and prune): relative to what would be a guess, since cron starts jobs in $HOME."""
     value = path(text, label)
-    if not value.is_absolute():
+    if not os.path.isabs(value):
         raise UsageError(f"{label}: {text!r} is a relative path; give an absolute one (or ~/…)")
     return value
 
@@ -547,7 +549,7 @@ class JobSpec(Record):
     overlap: str
     wait_timeout: float
     lock: str
-    lock_file: Path | None
+    lock_file: str | None
     skip_exit_code: int
     timeout: float
     kill_after: float
@@ -579,10 +581,10 @@ class JobSpec(Record):
     on_db_error: str
     output: str
     timestamps: bool
-    log_dir: Path | None
+    log_dir: str | None
     keep_logs: float
     redact: tuple[Pattern[bytes], ...] | None
-    env_file: Path | None
+    env_file: str | None
     jitter: float
     retries: int
     retry_delay: float
@@ -666,15 +668,16 @@ def default_name(command: list[str]) -> str:
     return stem
 
 
-def read_env_file(file: Path) -> dict[str, str]:
+def read_env_file(file: str) -> dict[str, str]:
     """KEY=VALUE lines; blank lines, ``#`` comments and a leading ``export`` are allowed."""
     try:
         import stat
 
-        info = file.stat()
+        info = os.stat(file)
         if not stat.S_ISREG(info.st_mode) or info.st_size > 1 << 20:
             raise UsageError(f"--env-file {file}: not a regular file of at most 1 MiB")
-        text = file.read_text(encoding="utf-8")
+        with open(file, encoding="utf-8") as handle:
+            text = handle.read()
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise UsageError(f"--env-file {file}: {reason}") from None

@@ -23,7 +23,6 @@ import fcntl
 import os
 import signal
 import time
-from pathlib import Path
 
 from cronwrap.errors import LockError, PathError
 from cronwrap.paths import check_dir, ensure_private_dir, file_name, open_private
@@ -73,10 +72,10 @@ class Holder(Record):
 class HolderFile:
     """cronwrap's own record of a lock's holder, written whole (temp file + rename)."""
 
-    def __init__(self, lock_dir: Path, lock_fd: int) -> None:
+    def __init__(self, lock_dir: str, lock_fd: int) -> None:
         info = os.fstat(lock_fd)
-        self.dir = lock_dir / HOLDERS
-        self.path = self.dir / f"{info.st_dev}-{info.st_ino}"
+        self.dir = os.path.join(lock_dir, HOLDERS)
+        self.path = os.path.join(self.dir, f"{info.st_dev}-{info.st_ino}")
 
     def read(self) -> Holder | None:
         try:
@@ -90,7 +89,7 @@ class HolderFile:
 
     def write(self, holder: Holder) -> bool:
         """False when the disk refused (full, read-only)."""
-        temp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        temp = os.path.join(self.dir, f".{os.path.basename(self.path)}.{os.getpid()}")
         try:
             ensure_private_dir(self.dir)
             fd = open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
@@ -122,7 +121,7 @@ def _me(job_pid: int = 0, job_start: int = 0, here: procs.Runner | None = None) 
     return Holder(pid, start, job_pid, job_start, boot_id=here.boot_id, pid_ns=here.pid_ns)
 
 
-def open_lock_file(path: Path) -> int:
+def open_lock_file(path: str) -> int:
     """The lock file, read-only: cronwrap can lock it and never change it."""
     return open_private(path, os.O_RDONLY | os.O_CREAT, single_link=True)
 
@@ -133,7 +132,7 @@ class _Lock:
 
     kind: str
 
-    def __init__(self, path: Path, lock_dir: Path) -> None:
+    def __init__(self, path: str, lock_dir: str) -> None:
         self.path = path
         self.fd = open_lock_file(path)
         self.record = HolderFile(lock_dir, self.fd)
@@ -164,7 +163,7 @@ class FlockLock(_Lock):
 
     kind = "flock"
 
-    def __init__(self, path: Path, lock_dir: Path) -> None:
+    def __init__(self, path: str, lock_dir: str) -> None:
         super().__init__(path, lock_dir)
         self.unnamed = False
 
@@ -202,7 +201,7 @@ class PidLock(_Lock):
 
     kind = "pid"
 
-    def __init__(self, path: Path, lock_dir: Path) -> None:
+    def __init__(self, path: str, lock_dir: str) -> None:
         super().__init__(path, lock_dir)
         self.held = False
 
@@ -241,7 +240,7 @@ class PidLock(_Lock):
 Lock = FlockLock | PidLock
 
 
-def open_lock(kind: str, path: Path, lock_dir: Path) -> Lock:
+def open_lock(kind: str, path: str, lock_dir: str) -> Lock:
     """``lock_dir``: cronwrap's private lock directory, where holder records are kept."""
     return FlockLock(path, lock_dir) if kind == "flock" else PidLock(path, lock_dir)
 
@@ -279,9 +278,9 @@ def replace_holder(lock: Lock, sig: int, grace: float) -> bool:
 
 # -- cronwrap unlock: who holds a lock, and releasing one whose holder is gone --------------
 
-def default_lock_file(lock_dir: Path, job: str) -> Path:
+def default_lock_file(lock_dir: str, job: str) -> str:
     """Where a job's lock file is when no --lock-file is given."""
-    return lock_dir / f"{file_name(job)}.lock"
+    return os.path.join(lock_dir, f"{file_name(job)}.lock")
 
 
 class LockState(Record):
@@ -292,7 +291,7 @@ class LockState(Record):
     ``wrapper_alive``, ``job_alive``: each process, None when it cannot be checked here
     (another PID namespace)."""
 
-    path: Path
+    path: str
     exists: bool
     problem: str | None
     held: bool
@@ -310,7 +309,7 @@ class LockState(Record):
         return not self.held and self.holder is not None and not self.live
 
 
-def inspect(path: Path, lock_dir: Path, here: procs.Runner | None = None) -> LockState:
+def inspect(path: str, lock_dir: str, here: procs.Runner | None = None) -> LockState:
     """Who holds the lock at ``path``, changing nothing: no file is created, no symlink
     followed; the flock is tried without waiting and let go at once (a ``--lock flock``
     firing at that very instant finds the lock busy and skips)."""
@@ -331,7 +330,7 @@ def inspect(path: Path, lock_dir: Path, here: procs.Runner | None = None) -> Loc
     return LockState(path, held=held, holder=holder, **_liveness(holder, here))
 
 
-def release_stale(path: Path, lock_dir: Path, here: procs.Runner | None = None) -> Holder | None:
+def release_stale(path: str, lock_dir: str, here: procs.Runner | None = None) -> Holder | None:
     """Remove the holder record of a lock no one holds whose holder is gone, checked again
     under the brief flock a PID lock takes (so never a record a firing is writing): that
     releases a ``--lock pid`` lock. The record removed, or None when nothing was."""
@@ -372,7 +371,7 @@ def _liveness(holder: Holder | None, here: procs.Runner) -> dict[str, bool | Non
                 job_alive=procs.is_alive(holder.job_pid, holder.job_start))
 
 
-def _private(directory: Path) -> bool:
+def _private(directory: str) -> bool:
     """A directory cronwrap would keep its records in (never one another user could change)."""
     try:
         check_dir(directory, os.lstat(directory))

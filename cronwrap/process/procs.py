@@ -31,7 +31,7 @@ from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
-    from ctypes import CDLL
+    from typing import Any
     from subprocess import Popen
 
 LINUX = sys.platform.startswith("linux")
@@ -636,10 +636,10 @@ def fork(run: Callable[[], int]) -> int:
     What the child imports is imported here first: a module that another thread of this
     process (a ping's) is importing at the fork stays locked in the child for ever, since a
     fork copies the module's import lock but not the thread that would release it (the
-    lease's heartbeat runs by then too). The keeper imports ctypes (prctl, for ``Subreaper``:
-    ~2 ms, which the keeper would pay before the job starts all the same), and subprocess
-    only where it spawns the job without posix_spawn (``spawn_job``)."""
-    import ctypes  # noqa: F401  (see above)
+    lease's heartbeat runs by then too). The keeper imports _ctypes (prctl, for
+    ``Subreaper``), and subprocess only where it spawns the job without posix_spawn
+    (``spawn_job``)."""
+    import _ctypes  # noqa: F401  (see above)
 
     if not POSIX_SPAWN:
         import subprocess  # noqa: F401
@@ -754,26 +754,45 @@ class Subreaper:
             _set_child_subreaper(False)
 
 
-_LIBC: CDLL | None = None  # this process's C library, opened on the first prctl
+_LIBC: list[Any] = []  # libc's prctl and C's int, made on the first prctl
+
+
+def _libc() -> list[Any]:
+    """prctl(2) and ``c_int`` through ``_ctypes``, the C half of ctypes: ctypes' own module
+    (with struct and its type classes) costs a firing's start ~1.5 ms more (measured: a
+    process that imports it and calls prctl once took 2.4 ms more than ``python -c pass``;
+    this, 0.9 ms). What ctypes.CDLL(None, use_errno=True).prctl and ctypes.c_int are."""
+    if not _LIBC:
+        import _ctypes
+
+        class Library:  # what CFuncPtr((name, library)) reads of a library: its handle
+            _handle = _ctypes.dlopen(None, 0)  # type: ignore[arg-type]  # this process's
+
+        class CInt(_ctypes._SimpleCData):  # type: ignore[type-arg]
+            _type_ = "i"
+
+        class Function(_ctypes.CFuncPtr):
+            _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+            _restype_ = CInt
+
+        _LIBC.extend((Function(("prctl", Library())), CInt))  # type: ignore[arg-type]
+    return _LIBC
 
 
 def _prctl(option: int, arg: object) -> None:
-    import ctypes
+    import _ctypes
 
-    global _LIBC
-    libc = _LIBC
-    if libc is None:
-        libc = _LIBC = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(option, arg, 0, 0, 0) != 0:
-        code = ctypes.get_errno()
+    prctl, _ = _libc()
+    if prctl(option, arg, 0, 0, 0) != 0:
+        code = _ctypes.get_errno()
         raise OSError(code, f"prctl({option}): {os.strerror(code)}")
 
 
 def _child_subreaper() -> bool:
-    import ctypes
+    import _ctypes
 
-    flag = ctypes.c_int(0)
-    _prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag))
+    flag = _libc()[1](0)
+    _prctl(_PR_GET_CHILD_SUBREAPER, _ctypes.byref(flag))
     return bool(flag.value)
 
 

@@ -21,7 +21,6 @@ import os
 import stat
 import sys
 import time
-from pathlib import Path
 
 from cronwrap.errors import PathError, UsageError
 from cronwrap.model import Run, Status, shown_job
@@ -37,7 +36,7 @@ CHUNK = 1 << 20
 
 
 def show(ledger: base.Ledger, job: str, run_id: int | None, follow: bool,
-         log_dirs: list[Path], escape: bool, attempt: int | None = None,
+         log_dirs: list[str], escape: bool, attempt: int | None = None,
          timestamps: bool = False) -> int:
     """Print the run's output; with ``follow``, until the run ends or its lease expires.
     ``attempt``: an earlier attempt of the run (its output file is its own; following it
@@ -67,7 +66,7 @@ def show(ledger: base.Ledger, job: str, run_id: int | None, follow: bool,
     return 0
 
 
-def _show_earlier(run: Run, attempt: int, log_dirs: list[Path], escape: bool,
+def _show_earlier(run: Run, attempt: int, log_dirs: list[str], escape: bool,
                   timestamps: bool) -> int:
     """Print the output of an attempt before the run's latest (the ledger keeps no path for
     it: its file is found by run id and attempt, as every run's is)."""
@@ -111,9 +110,9 @@ class OutputFile:
     """The captured output of one run attempt, found in the first trusted directory that
     holds it, then read on from where the last copy stopped."""
 
-    def __init__(self, log_dirs: list[Path], run: Run, timestamps: bool = False) -> None:
+    def __init__(self, log_dirs: list[str], run: Run, timestamps: bool = False) -> None:
         self.dirs = log_dirs
-        self.relative = output_path(Path(), run.job, run.run_id, run.attempt)
+        self.relative = output_path("", run.job, run.run_id, run.attempt)
         self.label = f"{shown_job(run.job)}: run {run.run_id} attempt {run.attempt}"
         self.fd: int | None = None
         self.offset = 0
@@ -163,7 +162,7 @@ class Times:
         self.millis: list[int] = []
         self.line_start = True
 
-    def open(self, root: Path, relative: Path, label: str) -> None:
+    def open(self, root: str, relative: str, label: str) -> None:
         self.fd = open_below(root, relative)
         if self.fd is None:
             raise UsageError(f"{label}: captured without --timestamps (no {relative} in "
@@ -216,7 +215,7 @@ DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-def open_below(root: Path, relative: Path) -> int | None:
+def open_below(root: str, relative: str) -> int | None:
     """A read descriptor for the regular file ``root/relative``, None when it is not there.
 
     ``root`` is the operator's own and may be a symlink; each component below it is opened
@@ -229,10 +228,10 @@ def open_below(root: Path, relative: Path) -> int | None:
         return None
     except OSError as exc:
         raise PathError(f"cannot read {root}: {exc.strerror}") from None
-    *dirs, leaf = relative.parts
+    *dirs, leaf = relative.split("/")
     path = root
     for part, flags in [(d, DIR_FLAGS) for d in dirs] + [(leaf, FILE_FLAGS)]:
-        path = path / part
+        path = os.path.join(path, part)
         opened = _open_at(fd, part, flags, path)
         if opened is None:
             return None
@@ -243,7 +242,7 @@ def open_below(root: Path, relative: Path) -> int | None:
     return fd
 
 
-def _open_at(parent: int, name: str, flags: int, path: Path) -> int | None:
+def _open_at(parent: int, name: str, flags: int, path: str) -> int | None:
     """Open ``name`` in the directory ``parent`` (closed here, whatever happens)."""
     try:
         return os.open(name, flags, dir_fd=parent)

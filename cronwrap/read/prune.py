@@ -22,7 +22,6 @@ import math
 import os
 import stat
 from datetime import datetime, timezone
-from pathlib import Path
 
 from cronwrap.errors import PathError
 from cronwrap.model import job_host
@@ -44,12 +43,12 @@ class Pruned(Record):
     files: int
 
 
-def _none(job: str) -> list[Path]:
+def _none(job: str) -> list[str]:
     return []
 
 
-def prune(ledger: base.Ledger, log_dir: Path, age: float, keep_last: int, now: float,
-          configured: Callable[[str], Iterable[Path]] = _none) -> Pruned:
+def prune(ledger: base.Ledger, log_dir: str, age: float, keep_last: int, now: float,
+          configured: Callable[[str], Iterable[str]] = _none) -> Pruned:
     """``configured(job)``: the log directories this host's operator set for ``job``."""
     own = _own_log_dirs(ledger, log_dir, configured, now)  # first: a bad config removes nothing
     removed = ledger.prune(datetime.fromtimestamp(now - age, timezone.utc), keep_last)
@@ -64,8 +63,8 @@ def prune(ledger: base.Ledger, log_dir: Path, age: float, keep_last: int, now: f
     return Pruned(len(removed), files)
 
 
-def _own_log_dirs(ledger: base.Ledger, log_dir: Path,
-                 configured: Callable[[str], Iterable[Path]], now: float) -> OwnDirs:
+def _own_log_dirs(ledger: base.Ledger, log_dir: str,
+                 configured: Callable[[str], Iterable[str]], now: float) -> OwnDirs:
     """Every job's own log directories besides ``log_dir``, and the jobs that use each; not
     yet trusted: that is checked when one is opened."""
     default = os.path.abspath(log_dir)
@@ -100,12 +99,12 @@ def _mark_row_output(own: OwnDirs, job: str, path: str) -> None:
         own[directory][job].update((name, name.removesuffix(".log") + ".times"))
 
 
-def _prune_default(log_dir: Path, age: float, now: float) -> int:
+def _prune_default(log_dir: str, age: float, now: float) -> int:
     try:
         job_dirs = [e.path for e in os.scandir(log_dir) if e.is_dir(follow_symlinks=False)]
     except OSError:
         job_dirs = []
-    files = sum(prune_outputs(Path(d), age, now) for d in job_dirs)
+    files = sum(prune_outputs(d, age, now) for d in job_dirs)
     prune_event_logs(log_dir, age, now)
     return files
 
@@ -141,7 +140,7 @@ def _open_trusted(name: str, dir_fd: int | None = None) -> int | None:
     except OSError:
         return None
     try:
-        check_dir(Path(name), os.fstat(fd))
+        check_dir(name, os.fstat(fd))
     except PathError:
         os.close(fd)
         return None
@@ -186,7 +185,7 @@ def _is_rotated_log(name: str) -> bool:
     return name.startswith(prefix) and _digits(name[len(prefix):])
 
 
-def _remove_inside(log_dir: Path, path: str) -> int:
+def _remove_inside(log_dir: str, path: str) -> int:
     root = os.path.realpath(log_dir)
     target = os.path.realpath(path)
     if os.path.commonpath([root, target]) != root or os.path.islink(path):

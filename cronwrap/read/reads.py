@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import sys
 from datetime import datetime, timezone
-from pathlib import Path
 
 from cronwrap.errors import CHECK_UNKNOWN, CronwrapError, UsageError
 from cronwrap.ledger.url import open_ledger
@@ -84,7 +83,7 @@ def _config_db() -> tuple[str | None, str]:
     return str(value), loaded.where(None, "db")
 
 
-def log_dirs(name: str) -> list[Path]:
+def log_dirs(name: str) -> list[str]:
     """The log directories the operator configured here, where ``logs`` may read captured
     output: CRONWRAP_LOG_DIR, log-dir of the config file's [jobs.NAME] and [defaults], and
     the default. Never a path the ledger names: a shared ledger's writer chooses those."""
@@ -321,7 +320,7 @@ def why(name: str, at: str | None, as_json: bool, host: str | None, db: str | No
 
 
 def why_story(opened: base.Ledger, job: str, at: str | None, taken: datetime,
-              dirs: list[Path]) -> Story:
+              dirs: list[str]) -> Story:
     """``why``'s story of ledger job ``job``'s slot ``at`` (None: the next), for ``why`` and
     ``serve``: the ledger's row and attempts of the slot, its pauses, the job's first and
     newest slots, this host's run log (in ``dirs``, ``log_dirs``'s). UsageError: no such job, no schedule, a bad WHEN."""
@@ -379,7 +378,7 @@ def _schedule_of(job: str, info: JobInfo | None) -> tuple[Schedule, str | None, 
 
 
 def _slot_events(job: str, slot: datetime | None, template: str | None,
-                 dirs: list[Path]) -> list[dict[str, Any]]:
+                 dirs: list[str]) -> list[dict[str, Any]]:
     """This host's run-log lines about the slot, from ``dirs`` (those ``logs`` reads)."""
     if slot is None:
         return []

@@ -136,7 +136,7 @@ def is_loopback(host: str) -> bool:
 
 def read_token(path: str) -> str:
     """The token in ``path``: a regular file of yours, not a symlink, readable by you alone."""
-    file = Path(path)
+    file = path
     try:
         fd = open_private(file, os.O_RDONLY)
     except PathError as exc:
@@ -218,7 +218,7 @@ def keep_token(token: str, listen: Listen, port: int,
     HOST-PORT.token: a private directory (0700, yours), a new file (0600, O_EXCL and
     O_NOFOLLOW: never through a link) renamed into place."""
     try:
-        directory = ensure_private_dir(resolve_dirs(environ).state / "serve")
+        directory = Path(ensure_private_dir(os.path.join(resolve_dirs(environ).state, "serve")))
         path = directory / file_name(f"{listen.host}-{port}.token")
         temporary = directory / f".{path.name}.{os.getpid()}"
         temporary.unlink(missing_ok=True)
@@ -431,7 +431,7 @@ class Dashboard:
     is now, in UTC; ``label`` names the ledger on pages (passwords redacted)."""
 
     def __init__(self, open_ledger: Callable[[], base.Ledger],
-                 log_dirs: Callable[[str], list[Path]], auth: Auth | None,
+                 log_dirs: Callable[[str], list[str]], auth: Auth | None,
                  label: str = "", clock: Callable[[], datetime] | None = None,
                  deadline: float = LEDGER_DEADLINE) -> None:
         self.open_ledger = open_ledger
@@ -837,7 +837,7 @@ def explain(rep: JobReport | None, now: datetime) -> tuple[Explanation | None, s
         return None, ""
 
 
-def run_events(run: Run, log_dirs: list[Path]) -> list[dict[str, object]]:
+def run_events(run: Run, log_dirs: list[str]) -> list[dict[str, object]]:
     """The run's events in this host's run logs (the log directories ``logs`` reads)."""
     found: list[dict[str, object]] = []
     for directory in log_dirs:
@@ -850,10 +850,10 @@ def run_events(run: Run, log_dirs: list[Path]) -> list[dict[str, object]]:
     return found
 
 
-def captured_output(run: Run, log_dirs: list[Path]) -> pages.Output:
+def captured_output(run: Run, log_dirs: list[str]) -> pages.Output:
     """The end of the run's output file (read as ``logs`` reads it: below a trusted log
     directory, no symlink), else the ledger's tail of it."""
-    relative = output_path(Path(), run.job, run.run_id, run.attempt)
+    relative = output_path("", run.job, run.run_id, run.attempt)
     for directory in log_dirs:
         try:
             fd = open_below(directory, relative)
@@ -868,7 +868,7 @@ def captured_output(run: Run, log_dirs: list[Path]) -> pages.Output:
             os.close(fd)
         cut = f" (its last {OUTPUT_LIMIT // 1024} KiB of {size} bytes)" if size > OUTPUT_LIMIT else ""
         return pages.Output(data.decode("utf-8", "backslashreplace"),
-                            f"from {directory / relative}{cut}")
+                            f"from {os.path.join(directory, relative)}{cut}")
     if run.error_tail:
         return pages.Output(run.error_tail, "the ledger's tail of the output (the output file is "
                             "not on this host)")

@@ -19,7 +19,6 @@ import errno
 import json
 import os
 from datetime import datetime
-from pathlib import Path
 
 from cronwrap.errors import LedgerError
 from cronwrap.model import FINAL_STATUSES, Event, Finish, Run, Status, iso
@@ -47,16 +46,16 @@ def ledger_id(url: str | None) -> str:
     return hashlib.sha256((url or "embedded").encode()).hexdigest()[:16]
 
 
-def spool(state_dir: Path, url: str | None, run: Run, result: Finish) -> Path:
+def spool(state_dir: str, url: str | None, run: Run, result: Finish) -> str:
     """Write the result atomically (temp file + rename) and return its path; on failure the
     temp file is removed and the error raised."""
-    box = ensure_private_dir(state_dir / "outbox")
+    box = ensure_private_dir(os.path.join(state_dir, "outbox"))
     entry = {"ledger": ledger_id(url), "job": run.job, "run_id": run.run_id, "fence": run.fence,
              "run_key": run.run_key, "host": run.host, "pid": run.pid,
              "pid_start": run.pid_start, "attempt": run.attempt,
              "started_at": iso(run.started_at), "finish": result.asdict()}
-    final = box / f"{ledger_id(url)}-{run.run_id}-{run.fence}.json"
-    temp = final.with_suffix(".tmp")
+    final = os.path.join(box, f"{ledger_id(url)}-{run.run_id}-{run.fence}.json")
+    temp = final.removesuffix(".json") + ".tmp"
     try:
         fd = open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:
@@ -76,8 +75,8 @@ def spool(state_dir: Path, url: str | None, run: Run, result: Finish) -> Path:
     return final
 
 
-def pending(state_dir: Path, url: str | None) -> list[Path]:
-    box = state_dir / "outbox"
+def pending(state_dir: str, url: str | None) -> list[str]:
+    box = os.path.join(state_dir, "outbox")
     try:
         names = os.listdir(box)
     except (FileNotFoundError, NotADirectoryError):
@@ -85,10 +84,10 @@ def pending(state_dir: Path, url: str | None) -> list[Path]:
     if not names:
         return []
     prefix = ledger_id(url) + "-"
-    return sorted(box / n for n in names if n.startswith(prefix) and n.endswith(".json"))
+    return sorted(os.path.join(box, n) for n in names if n.startswith(prefix) and n.endswith(".json"))
 
 
-def read_entry(path: Path) -> tuple[Run, Finish]:
+def read_entry(path: str) -> tuple[Run, Finish]:
     """The claim and the result an entry holds; ValueError when it is not a valid entry."""
     fd = open_private(path, os.O_RDONLY)  # no symlink, no FIFO, ours
     try:
@@ -126,7 +125,7 @@ def _time(text: object) -> datetime | None:
     return found if found is not None and found.tzinfo is not None else None
 
 
-def deliver(state_dir: Path, url: str | None, ledger: base.Ledger, emit: Emit) -> int:
+def deliver(state_dir: str, url: str | None, ledger: base.Ledger, emit: Emit) -> int:
     """Deliver waiting results; each is removed once the ledger has answered for it."""
     delivered = 0
     for path in pending(state_dir, url):
@@ -145,20 +144,24 @@ def deliver(state_dir: Path, url: str | None, ledger: base.Ledger, emit: Emit) -
             return delivered  # still unreachable: try again next time
         emit(Event.OUTBOX_DELIVERED, job=run.job, run_id=run.run_id, run_key=run.run_key,
              status=result.status, recorded=recorded)
-        path.unlink(missing_ok=True)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
         delivered += 1
     return delivered
 
 
-def quarantine(path: Path, reason: Exception, emit: Emit) -> None:
+def quarantine(path: str, reason: Exception, emit: Emit) -> None:
     """Move a bad entry to outbox/bad/ (kept, never deleted) and say so once."""
-    target = path.parent / QUARANTINE / path.name
+    box, name = os.path.split(path)
+    target = os.path.join(box, QUARANTINE, name)
     try:
-        ensure_private_dir(target.parent)
+        ensure_private_dir(os.path.dirname(target))
         os.replace(path, target)
         where = f"moved to {target}"
     except Exception:  # OSError, PathError: leave it, but never let it stop the job
         where = "left in place (could not be moved)"
-    message = f"outbox entry {path.name} is not a result cronwrap can deliver ({reason}); {where}"
-    emit(Event.OUTBOX_QUARANTINED, file=str(path), error=str(reason), moved_to=str(target))
+    message = f"outbox entry {name} is not a result cronwrap can deliver ({reason}); {where}"
+    emit(Event.OUTBOX_QUARANTINED, file=path, error=str(reason), moved_to=target)
     os.write(2, f"cronwrap: {message}\n".encode(errors="replace"))

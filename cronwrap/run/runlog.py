@@ -20,7 +20,6 @@ import fcntl
 import json
 import os
 import time
-from pathlib import Path
 
 from cronwrap.errors import CronwrapError
 from cronwrap.model import FORMAT_VERSION, event_level, event_message, job_host
@@ -57,9 +56,9 @@ def iso_now(clock: float | None = None) -> str:
 class EventLog:
     """Append-only JSONL events; a failure to write is reported once and never raised."""
 
-    def __init__(self, log_dir: Path, max_bytes: int = EVENTS_MAX_BYTES) -> None:
+    def __init__(self, log_dir: str, max_bytes: int = EVENTS_MAX_BYTES) -> None:
         self.dir = log_dir
-        self.path = log_dir / EVENTS_FILE
+        self.path = os.path.join(log_dir, EVENTS_FILE)
         self.max_bytes = max_bytes
         self.fd: int | None = None
         self.failed: str | None = None
@@ -91,16 +90,16 @@ class EventLog:
             warn(message)
 
     def _rotate(self) -> None:
-        lock_fd = open_private(self.dir / ".rotate.lock")
+        lock_fd = open_private(os.path.join(self.dir, ".rotate.lock"))
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
             if os.stat(self.path).st_size <= self.max_bytes:
                 return  # another wrapper rotated it first
             for n in range(EVENTS_KEEP_FILES - 1, 0, -1):
-                older = self.dir / f"{EVENTS_FILE}.{n}"
-                if older.exists():
-                    os.replace(older, self.dir / f"{EVENTS_FILE}.{n + 1}")
-            os.replace(self.path, self.dir / f"{EVENTS_FILE}.1")
+                older = os.path.join(self.dir, f"{EVENTS_FILE}.{n}")
+                if os.path.exists(older):
+                    os.replace(older, os.path.join(self.dir, f"{EVENTS_FILE}.{n + 1}"))
+            os.replace(self.path, os.path.join(self.dir, f"{EVENTS_FILE}.1"))
         finally:
             os.close(lock_fd)
         if self.fd is not None:
@@ -113,16 +112,16 @@ class EventLog:
             self.fd = None
 
 
-def read_events(log_dir: Path) -> list[dict[str, Any]]:
+def read_events(log_dir: str) -> list[dict[str, Any]]:
     """All events, oldest first, across rotated files (for tests and ``logs``)."""
     out: list[dict[str, Any]] = []
     for n in range(EVENTS_KEEP_FILES, 0, -1):
-        out.extend(_read_jsonl(log_dir / f"{EVENTS_FILE}.{n}"))
-    out.extend(_read_jsonl(log_dir / EVENTS_FILE))
+        out.extend(_read_jsonl(os.path.join(log_dir, f"{EVENTS_FILE}.{n}")))
+    out.extend(_read_jsonl(os.path.join(log_dir, EVENTS_FILE)))
     return out
 
 
-def _read_jsonl(file: Path) -> list[dict[str, Any]]:
+def _read_jsonl(file: str) -> list[dict[str, Any]]:
     try:
         with open(file, encoding="utf-8", errors="replace") as f:
             return [json.loads(line) for line in f if line.strip()]
@@ -130,15 +129,15 @@ def _read_jsonl(file: Path) -> list[dict[str, Any]]:
         return []
 
 
-def output_path(log_dir: Path, job: str, run_id: int | str, attempt: int) -> Path:
+def output_path(log_dir: str, job: str, run_id: int | str, attempt: int) -> str:
     """Where an attempt's output is kept on the host that ran it: under the job's name (a
     host-scoped job's share of the ledger, NAME and its host, is NAME here)."""
-    return log_dir / file_name(job_host(job)[0]) / f"{run_id}.{attempt}.log"
+    return os.path.join(log_dir, file_name(job_host(job)[0]), f"{run_id}.{attempt}.log")
 
 
-def times_path(output: Path) -> Path:
+def times_path(output: str) -> str:
     """The ``--timestamps`` record of the capture ``output``: RUN_ID.ATTEMPT.times."""
-    return output.with_suffix(".times")
+    return os.path.splitext(output)[0] + ".times"
 
 
 OUTPUT_SUFFIXES = (".log", ".times")  # what prune and --keep-logs remove of a run attempt
@@ -150,7 +149,7 @@ class RunFiles:
     tidy-up of its job's older ones and of the rotated run logs (``tidy``). A capture file
     that cannot be made leaves a capture that keeps only a tail, and says why in ``error``."""
 
-    def __init__(self, log_dir: Path, job: str, run_id: int | str, attempt: int,
+    def __init__(self, log_dir: str, job: str, run_id: int | str, attempt: int,
                  redactor: Redactor | None, timestamps: bool = False) -> None:
         self.log_dir = log_dir
         self.path = output_path(log_dir, job, run_id, attempt)
@@ -165,7 +164,7 @@ class RunFiles:
     def log_path(self) -> str | None:
         """The capture file, for the ledger: None when nothing was captured."""
         capture = self.capture
-        return str(self.path) if capture.written or capture.total else None
+        return self.path if capture.written or capture.total else None
 
     def replay(self) -> Iterator[bytes]:
         """The captured output, a MiB at a time (nothing when there is none)."""
@@ -183,7 +182,7 @@ class RunFiles:
 
     def tidy(self, keep_seconds: float, now: float) -> None:
         """Output files of this job and rotated run logs older than ``keep_seconds``."""
-        prune_outputs(self.path.parent, keep_seconds, now)
+        prune_outputs(os.path.dirname(self.path), keep_seconds, now)
         prune_event_logs(self.log_dir, keep_seconds, now)
 
 
@@ -203,7 +202,7 @@ class OutputCapture:
     each store at a new millisecond; the kept tail's lines get the times their bytes came
     (exact unless redaction changed the tail's length, then to within the redacted stretch)."""
 
-    def __init__(self, file: Path | None, redactor: Redactor | None = None,
+    def __init__(self, file: str | None, redactor: Redactor | None = None,
                  timestamps: bool = False) -> None:
         self.file = file
         self.fd: int | None = None
@@ -221,7 +220,7 @@ class OutputCapture:
         self.tail_times: list[tuple[int, int]] = []  # (offset in the output, ms) past the head
         if file is not None:
             try:
-                ensure_private_dir(file.parent)
+                ensure_private_dir(os.path.dirname(file))
                 self.fd = open_private(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             except Exception as exc:
                 self.error = f"cannot capture output to {file}: {exc}"
@@ -275,7 +274,7 @@ class OutputCapture:
         try:
             os.write(self.times, f"{offset} {ms}\n".encode())
         except OSError as exc:
-            self.error = f"cannot record output timestamps in {times_path(self.file or Path())}: " \
+            self.error = f"cannot record output timestamps in {times_path(self.file or '')}: " \
                          f"{exc.strerror}"
             os.close(self.times)
             self.times = None
@@ -361,7 +360,7 @@ class OutputCapture:
         return data.decode("utf-8", errors="replace") if data else None
 
 
-def prune_outputs(job_dir: Path, keep_seconds: float, now: float) -> int:
+def prune_outputs(job_dir: str, keep_seconds: float, now: float) -> int:
     """Remove captured output files of one job older than ``keep_seconds``."""
     removed = 0
     try:
@@ -379,9 +378,9 @@ def prune_outputs(job_dir: Path, keep_seconds: float, now: float) -> int:
     return removed
 
 
-def prune_event_logs(log_dir: Path, keep_seconds: float, now: float) -> None:
+def prune_event_logs(log_dir: str, keep_seconds: float, now: float) -> None:
     for n in range(1, EVENTS_KEEP_FILES + 2):
-        rotated = log_dir / f"{EVENTS_FILE}.{n}"
+        rotated = os.path.join(log_dir, f"{EVENTS_FILE}.{n}")
         try:
             if now - os.stat(rotated).st_mtime > keep_seconds:
                 os.unlink(rotated)

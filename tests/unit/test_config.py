@@ -54,7 +54,7 @@ force = "yes"
 def test_explicit_path_wins(tmp_path):
     path = write(tmp_path, "")
     env = {"CRONWRAP_CONFIG": str(path), "XDG_CONFIG_HOME": str(tmp_path)}
-    assert find_config(env, os.geteuid()) == path
+    assert find_config(env, os.geteuid()) == str(path)
 
 
 def test_explicit_path_that_does_not_exist_is_an_error(tmp_path):
@@ -64,7 +64,7 @@ def test_explicit_path_that_does_not_exist_is_an_error(tmp_path):
 
 def test_dev_null_means_no_settings(tmp_path):
     path = find_config({"CRONWRAP_CONFIG": os.devnull}, os.geteuid())
-    assert path == Path(os.devnull)
+    assert path == os.devnull
     config = load_config(path)
     assert config.defaults == {} and config.jobs == {}
 
@@ -73,14 +73,14 @@ def test_xdg_config_home_is_honoured(tmp_path):
     (tmp_path / "xdg" / "cronwrap").mkdir(parents=True)
     path = write(tmp_path / "xdg" / "cronwrap", "")
     env = {"CRONWRAP_CONFIG": "", "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": "/nonexistent"}
-    assert find_config(env, os.geteuid()) == path
+    assert find_config(env, os.geteuid()) == str(path)
 
 
 def test_home_dot_config_is_the_default_user_file(tmp_path):
     (tmp_path / ".config" / "cronwrap").mkdir(parents=True)
     path = write(tmp_path / ".config" / "cronwrap", "")
     env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": "relative/ignored"}
-    assert find_config(env, os.geteuid()) == path
+    assert find_config(env, os.geteuid()) == str(path)
 
 
 def test_no_file_anywhere(tmp_path):

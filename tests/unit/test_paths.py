@@ -13,7 +13,7 @@ def test_a_user_locks_where_cron_does_whatever_the_login_session_sets():
     from_cron = resolve_dirs({"HOME": "/h"}, euid=1000)
     from_shell = resolve_dirs({"HOME": "/h", "XDG_RUNTIME_DIR": "/run/user/1000"}, euid=1000)
     assert from_cron == from_shell
-    assert from_cron.locks == Path("/h/.local/state/cronwrap/locks")
+    assert from_cron.locks == "/h/.local/state/cronwrap/locks"
 
 
 # -- the one-name rule for every file cronwrap writes (issue 20 §6) --------------------------

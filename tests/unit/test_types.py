@@ -44,9 +44,8 @@ def test_mypy_holds_a_jobspec_to_its_fields(tmp_path: Path) -> None:
     type is an error, where ``__getattr__ -> Any`` let both through."""
     snippet = tmp_path / "uses_spec.py"
     snippet.write_text(
-        "from pathlib import Path\n"
-        "from cronwrap.options.spec import JobSpec\n\n\n"
-        "def fine(spec: JobSpec) -> tuple[str, float, Path | None]:\n"
+        "from cronwrap.options.spec import JobSpec\n\n\n\n"
+        "def fine(spec: JobSpec) -> tuple[str, float, str | None]:\n"
         "    return spec.overlap, spec.timeout, spec.lock_file\n\n\n"
         "def wrong_type(spec: JobSpec) -> int:\n"
         "    overlap: int = spec.overlap\n"

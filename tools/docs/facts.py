@@ -7,6 +7,7 @@ paths.py, config.py, runlog.py, errors.py, the variable registries); nothing is 
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import signal
 from datetime import timedelta
@@ -184,7 +185,7 @@ OUTPUT_FILE = runlog.output_path(Path("LOGS"), "NAME", "RUN_ID", "ATTEMPT")  # t
 UNRECORDED_FILE = runlog.output_path(Path("LOGS"), "NAME", "unrecorded-EPOCH", 1)  # type: ignore
 
 
-LEDGER_FILE = HOME_DIRS.ledger_file.name
+LEDGER_FILE = os.path.basename(HOME_DIRS.ledger_file)
 
 
 ORPHAN_GRACE = duration_text(supervise.SuperviseSpec(argv=["job"], env={}).orphan_grace)
