@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 
+from cronwrap import jsontext
 from cronwrap.errors import LedgerError
 from cronwrap.errors import PathError
 from cronwrap.ledger import sql
@@ -222,7 +222,7 @@ class SqliteLedger(SqlLedger):
         return datetime.fromtimestamp(value, timezone.utc)
 
     def _ids(self, ids: list[int]) -> str:
-        return json.dumps(ids)  # read back with json_each: SQLite has no array parameters
+        return jsontext.dumps(ids)  # read back with json_each: SQLite has no array parameters
 
     def _bool(self, value: bool) -> int:
         return int(value)

@@ -30,7 +30,6 @@ ignored, for the keeper and for the job (GNU timeout's rule).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import resource  # on the firing's path anyway (attempt.wrapper_usage); here before the fork
@@ -39,6 +38,7 @@ import signal
 import time
 from signal import SIGTERM  # for SuperviseSpec, whose field "signal" hides the module there
 
+from cronwrap import jsontext
 from cronwrap.errors import (
     EXIT_KILLED,
     EXIT_NOT_EXECUTABLE,
@@ -252,7 +252,7 @@ class Keeper:
 
     def _send(self, **message: object) -> None:
         try:
-            os.write(self._report, json.dumps(message).encode() + b"\n")
+            os.write(self._report, jsontext.dumps(message).encode() + b"\n")
         except OSError:
             pass  # the wrapper is gone: the job is ended all the same
 

@@ -23,12 +23,12 @@ Only light stdlib modules are imported here: the keeper spawns the job with
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import select
 import signal
 import threading
 
+from cronwrap import jsontext
 from cronwrap.process import procs
 from cronwrap.process.keeper import (
     ABORT,
@@ -184,7 +184,7 @@ class Supervisor:
         self._reports += data
         *lines, self._reports = self._reports.split(b"\n")
         for line in lines:
-            message = json.loads(line)
+            message = jsontext.loads(line)
             if "spawned" in message:
                 self._job = JobProcess(*message["spawned"])
                 if self._on_spawn is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from cronwrap import jsontext
 from cronwrap.model import ClaimRequest, Event, JobInfo, Run, SlotRun, iso, ledger_job
 from cronwrap.paths import resolve_dirs
 from cronwrap.process import procs
@@ -154,6 +155,4 @@ def job_settings(spec: JobSpec) -> str | None:
         settings["timeout"] = spec.timeout
     if not settings:
         return None
-    import json
-
-    return json.dumps(settings)
+    return jsontext.dumps(settings)

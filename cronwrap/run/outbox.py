@@ -16,10 +16,10 @@ file someone put there) must never stop the jobs of the host: it is moved aside 
 from __future__ import annotations
 
 import errno
-import json
 import os
 from datetime import datetime
 
+from cronwrap import jsontext
 from cronwrap.errors import LedgerError
 from cronwrap.model import FINAL_STATUSES, Event, Finish, Run, Status, iso
 from cronwrap.paths import ensure_private_dir, open_private
@@ -59,7 +59,7 @@ def spool(state_dir: str, url: str | None, run: Run, result: Finish) -> str:
     try:
         fd = open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:
-            data = json.dumps(entry).encode()
+            data = jsontext.dumps(entry).encode()
             if os.write(fd, data) != len(data):
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             os.fsync(fd)
@@ -91,7 +91,7 @@ def read_entry(path: str) -> tuple[Run, Finish]:
     """The claim and the result an entry holds; ValueError when it is not a valid entry."""
     fd = open_private(path, os.O_RDONLY)  # no symlink, no FIFO, ours
     try:
-        entry = json.loads(os.read(fd, 1 << 20))
+        entry = jsontext.loads(os.read(fd, 1 << 20))
     finally:
         os.close(fd)
     if not isinstance(entry, dict) or not isinstance(entry.get("finish"), dict):

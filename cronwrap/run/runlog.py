@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import time
 
+from cronwrap import jsontext
 from cronwrap.errors import CronwrapError
 from cronwrap.model import FORMAT_VERSION, event_level, event_message, job_host
 from cronwrap.paths import ensure_private_dir, file_name, open_private
@@ -68,7 +68,7 @@ class EventLog:
                   "level": event_level(event, fields.get("status")),
                   "msg": event_message(event, fields), **fields}
         # backslashreplace: a name or path from argv may hold undecodable bytes (surrogates)
-        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode(
+        line = (jsontext.dumps(record, ascii=False, default=str) + "\n").encode(
             "utf-8", "backslashreplace")
         try:
             if self.fd is None:
@@ -122,6 +122,8 @@ def read_events(log_dir: str) -> list[dict[str, Any]]:
 
 
 def _read_jsonl(file: str) -> list[dict[str, Any]]:
+    import json  # a reader's: the run path writes with jsontext
+
     try:
         with open(file, encoding="utf-8", errors="replace") as f:
             return [json.loads(line) for line in f if line.strip()]

@@ -177,7 +177,7 @@ FLOORS = [
     {"run"},
     {"process", "ledger", "options"},
     {"redact", "schedule", "crontab"},
-    {"model", "errors", "record", "paths", "stdio", "textsafe"},
+    {"model", "errors", "record", "paths", "stdio", "textsafe", "jsontext"},
 ]
 
 
