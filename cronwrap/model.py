@@ -9,9 +9,7 @@ the docs are made from.
 
 from __future__ import annotations
 
-from enum import StrEnum
-
-from cronwrap.record import TYPE_CHECKING, Record
+from cronwrap.record import TYPE_CHECKING, Record, Words
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -54,7 +52,7 @@ def shown_job(job: str) -> str:
     return name if host is None else f"{name}@{host}"
 
 
-class Status(StrEnum):
+class Status(Words):
     """A run's status, as the ledger stores it (ABANDONED is only ever shown)."""
 
     RUNNING = "running"
@@ -111,7 +109,7 @@ DONE_STATUSES = (Status.SUCCEEDED, Status.WARNING)
 BAD_STATUSES = (Status.FAILED, Status.TIMEOUT, Status.KILLED)
 
 
-class Trigger(StrEnum):
+class Trigger(Words):
     """Why a run ran: cron fired it for its slot, for a slot that was missed, for a slot whose
     runner died (its run abandoned), or a person did."""
 
@@ -121,7 +119,7 @@ class Trigger(StrEnum):
     MANUAL = "manual"
 
 
-class Reason(StrEnum):
+class Reason(Words):
     """Why a slot was not run, why a run was ended, or why it was recorded ``warning``
     (kept in the ledger's ``skip_reason``)."""
 
@@ -136,7 +134,7 @@ class Reason(StrEnum):
     CPU = "cpu"  # the tree went over --max-cpu: recorded killed
 
 
-class Event(StrEnum):
+class Event(Words):
     """The run log's events; EVENT_MEANINGS says what each records (the docs read it)."""
 
     START = "start"

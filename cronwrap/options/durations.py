@@ -23,7 +23,9 @@ TEN_YEARS = 10 * 365 * 86400.0  # the largest duration cronwrap keeps
 SMALLEST = 1e-9  # a positive duration never rounds down to 0, which means "none"
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 # [0-9], not \d: \d and float() also read '٣'; float() also reads '1_000', 'nan' and 'inf'.
-_PART = re.compile(r"((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)([smhd]?)")
+# Compiled on first use (re keeps it), not at import: a firing without a duration to read
+# pays nothing (~0.2 ms).
+_PART = r"((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)([smhd]?)"
 _INFINITE = ("inf", "infinity")
 _EXAMPLES = "examples: 30, 1.5m, 2h, 1d, 1e-3, 0 for none"
 _WINDOW_EXAMPLES = "examples: 90m, 12h, 7d, 0 for none"
@@ -55,7 +57,7 @@ def _parts(value: str) -> list[tuple[str, str]] | None:
     """``1h30m`` -> [("1", "h"), ("30", "m")]; None when ``value`` is no duration."""
     pos, parts = 0, []
     while pos < len(value):
-        match = _PART.match(value, pos)
+        match = re.compile(_PART).match(value, pos)
         if match is None:
             return None
         number, unit = match.groups()

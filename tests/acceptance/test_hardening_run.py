@@ -71,13 +71,16 @@ def test_a_pid_lock_file_keeps_its_content_while_held_and_after(cw, tmp_path, sc
     lock = tmp_path / "held.lock"
     lock.write_bytes(b"operator's notes\n")
     lock.chmod(0o600)
-    ready = tmp_path / "ready"
+    ready, done = tmp_path / "ready", tmp_path / "done"
     first = cw.popen("run", "-n", "p", "--lock", "pid", "--lock-file", str(lock), "--",
-                     script("p.sh", f"touch {ready}; sleep 1"))
+                     script("p.sh", f"touch {ready}; while [ ! -e {done} ]; do sleep 0.05; done"))
     wait_for(ready.exists, what="the first run")
-    assert lock.read_bytes() == b"operator's notes\n"
-    busy = cw("run", "-n", "p", "--lock", "pid", "--lock-file", str(lock), "--skip-exit-code",
-              "4", "--", "true")
+    try:
+        assert lock.read_bytes() == b"operator's notes\n"
+        busy = cw("run", "-n", "p", "--lock", "pid", "--lock-file", str(lock),
+                  "--skip-exit-code", "4", "--", "true")
+    finally:
+        done.touch()  # the first run holds the lock until then, however slow the second is
     assert busy.returncode == 4  # the PID lock still excludes: its record is cronwrap's own
     assert first.wait(10) == 0
     assert lock.read_bytes() == b"operator's notes\n"

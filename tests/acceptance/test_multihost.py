@@ -246,15 +246,20 @@ def test_unreachable_at_finish_keeps_the_exit_status_and_delivers_later(hosts, p
 
 def test_status_shows_running_runs_across_hosts(hosts, tmp_path):
     a, b = hosts("a", "b")
-    ready = tmp_path / "ready"
-    runner = a.popen("run", "-n", "live", "--", "sh", "-c", f"touch {ready}; sleep 3")
+    ready, done = tmp_path / "ready", tmp_path / "done"
+    # The job runs until the test has read both statuses (a fixed sleep ended first under load).
+    runner = a.popen("run", "-n", "live", "--", "sh", "-c",
+                     f"touch {ready}; while [ ! -e {done} ]; do sleep 0.05; done")
     wait_for(ready.exists, what="job start")
-    (job,) = b.json("status", "live", "--json")
+    try:
+        (job,) = b.json("status", "live", "--json")
+        table = b("status", check_rc=0).stdout.decode()
+    finally:
+        done.touch()
     (running,) = job["running"]
     assert running["host"] == "a" and running["fence"] == 1 and running["lease_left_s"] > 100
-    table = b("status", check_rc=0).stdout.decode()
     assert "a:" in table and "fence 1" in table
-    assert runner.wait(10) == 0
+    assert runner.wait(30) == 0
 
 
 def test_unlock_releases_a_dead_hosts_lease(hosts, tmp_path):
