@@ -175,8 +175,8 @@ def keep(spec: SuperviseSpec, control: int, report: int, stdout: int, stderr: in
     wakeup_read, wakeup_write = procs.pipe(nonblock=True)
     signal.set_wakeup_fd(wakeup_write, warn_on_full_buffer=False)  # SIGCHLD wakes the loop
     for signum in (*FORWARDED_SIGNALS, *IGNORED_SIGNALS, *OWN_SIGNALS, signal.SIGCHLD):
-        if signal.getsignal(signum) is not signal.SIG_IGN or signum == signal.SIGCHLD:
-            signal.signal(signum, _drop)
+        if procs.handler_of(signum) != signal.SIG_IGN or signum == signal.SIGCHLD:
+            procs.set_handler(signum, _drop)
     with procs.Subreaper() as subreaper:
         Keeper(spec, control, report, subreaper.active).run(stdout, stderr, wakeup_read)
     return 0

@@ -27,6 +27,8 @@ import os
 import signal
 import sys
 import time
+
+import _signal  # type: ignore[import-not-found]  # signal's C half, untyped: set_handler
 from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
@@ -657,6 +659,18 @@ def fork(run: Callable[[], int]) -> int:
         finally:
             os._exit(status)
     return pid
+
+
+def set_handler(signum: int, handler: Callable[[int, object], None] | int) -> object:
+    """``signal.signal`` without its enum conversions of the number and of the previous
+    handler (8 µs a call against 0.7 µs: a firing sets ~80 handlers between the wrapper and
+    its keeper). The previous handler, as ``handler_of`` gives it."""
+    return _signal.signal(signum, handler)
+
+
+def handler_of(signum: int) -> object:
+    """``signal.getsignal`` as a number (SIG_DFL 0, SIG_IGN 1), a function, or None."""
+    return _signal.getsignal(signum)
 
 
 def keep_only_fds(*keep: int) -> None:

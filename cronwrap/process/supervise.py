@@ -297,14 +297,13 @@ class _SignalsToPipe:
         except ValueError:
             return  # not the main thread
         for signum in (*FORWARDED_SIGNALS, *IGNORED_SIGNALS, *OWN_SIGNALS):
-            previous = signal.getsignal(signum)
-            if previous is not signal.SIG_IGN:
-                self._previous_handlers[signum] = signal.signal(signum, _note_signal)
+            if procs.handler_of(signum) != signal.SIG_IGN:
+                self._previous_handlers[signum] = procs.set_handler(signum, _note_signal)
 
     def __exit__(self, *exc_info: object) -> None:
         for signum, handler in self._previous_handlers.items():
             if handler is not None:  # None: a handler set outside Python, which cannot be restored
-                signal.signal(signum, handler)  # type: ignore[arg-type]
+                procs.set_handler(signum, handler)  # type: ignore[arg-type]
         if self._previous_wakeup is not None:
             signal.set_wakeup_fd(self._previous_wakeup)
 
