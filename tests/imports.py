@@ -31,6 +31,7 @@ def modules_of_a_firing(tmp_path: Path, argv: list[str], *, bare: bool = False,
     sitecustomize, no editable install's finder), cronwrap and its libraries found through
     PYTHONPATH, so that what is loaded is what cronwrap loads (``bare_interpreter``)."""
     out = tmp_path / "modules"
+    out.unlink(missing_ok=True)  # a second firing in the same home: what it loaded only
     environ = {k: v for k, v in os.environ.items() if not k.startswith("CRONWRAP_")}
     environ["CRONWRAP_HOME"] = str(tmp_path / "home")
     environ.update(env or {})

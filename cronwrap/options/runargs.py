@@ -10,6 +10,7 @@ import sys
 from cronwrap.errors import UsageError
 from cronwrap.options import config
 from cronwrap.options.spec import BY_LONG, BY_SHORT, OPTIONS, REPEAT_SEPARATOR, default_text
+from cronwrap.paths import resolve_dirs
 
 RUN_USAGE = "usage: cronwrap run [OPTIONS] [--] COMMAND [ARG…]"
 
@@ -20,7 +21,8 @@ def with_config(given: dict[str, str | bool], command: list[str]
     path = config.find_config(os.environ)
     if path is None:
         return given, None
-    loaded = config.load_config(path)
+    loaded = config.load_config(path, os.path.join(resolve_dirs(os.environ).state,
+                                                   config.CACHE_FILE))
     merged = config.merge(given, os.environ, loaded, config.job_name_of(given, os.environ, command))
     return merged.values, merged.labels
 

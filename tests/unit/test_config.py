@@ -370,3 +370,71 @@ def test_loading_a_good_file_imports_nothing_heavy(tmp_path):
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+# -- the parse kept for the next firing (config.CACHE_FILE, issue 24 §1) ----------------------
+
+def test_a_kept_parse_is_read_for_the_same_text_and_only_for_it(tmp_path):
+    path = write(tmp_path, SAMPLE)
+    cache = tmp_path / "state" / "config.cache"
+    first = load_config(path, str(cache))
+    assert cache.exists() and oct(cache.stat().st_mode & 0o777) == "0o600"
+    assert oct(cache.parent.stat().st_mode & 0o777) == "0o700"
+    assert load_config(path, str(cache)) == first == load_config(path)
+    # The cache is read, not the file parsed again: a kept parse that differs from the text's
+    # (made here by hand) is what comes back while the text is the same...
+    import marshal
+
+    key, text, data = marshal.loads(cache.read_bytes())
+    cache.write_bytes(marshal.dumps((key, text, {"defaults": {"timeout": "7"}})))
+    assert load_config(path, str(cache)).defaults == {"timeout": "7"}
+    # ...and a changed text is parsed again, and kept
+    write(tmp_path, SAMPLE.replace("timeout = 300", "timeout = 301"))
+    assert load_config(path, str(cache)).defaults["timeout"] == "301"
+    assert marshal.loads(cache.read_bytes())[1] == path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("damage", ["garbage", "another interpreter", "not a dict", "symlink",
+                                    "another user's"])
+def test_a_cache_cronwrap_cannot_trust_is_parsed_around(tmp_path, damage):
+    import marshal
+
+    path = write(tmp_path, SAMPLE)
+    cache = tmp_path / "config.cache"
+    text = path.read_text(encoding="utf-8")
+    if damage == "garbage":
+        cache.write_bytes(b"\x00not marshal")
+    elif damage == "another interpreter":
+        cache.write_bytes(marshal.dumps((("cronwrap config cache 1", "2.7"), text, {})))
+    elif damage == "not a dict":
+        load_config(path, str(cache))
+        key, _, _ = marshal.loads(cache.read_bytes())
+        cache.write_bytes(marshal.dumps((key, text, ["a list"])))
+    elif damage == "symlink":
+        (tmp_path / "elsewhere").write_bytes(b"")
+        cache.symlink_to(tmp_path / "elsewhere")
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("making a file of another user needs root")
+        cache.write_bytes(b"")
+        os.chown(cache, 65534, 65534)
+    cache.chmod(0o600) if not cache.is_symlink() else None
+    assert load_config(path, str(cache)) == load_config(path)
+    if damage == "symlink":
+        assert (tmp_path / "elsewhere").read_bytes() == b"", "written through the link"
+
+
+def test_a_file_the_cache_cannot_keep_is_still_refused_every_time(tmp_path):
+    path = write(tmp_path, "[defaults]\ntimeout = 2024-01-01\n")
+    cache = tmp_path / "config.cache"
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="not a date or time"):
+            load_config(path, str(cache))
+    assert not cache.exists()
+
+
+def test_a_state_directory_that_cannot_be_made_only_costs_the_parse(tmp_path):
+    path = write(tmp_path, SAMPLE)
+    (tmp_path / "state").write_text("a file where the directory would be\n")
+    assert load_config(path, str(tmp_path / "state" / "config.cache")) == load_config(path)
+    assert (tmp_path / "state").read_text() == "a file where the directory would be\n"

@@ -64,6 +64,20 @@ def test_a_firing_loads_only_what_the_map_lists(firing, tmp_path):
                            f"{sorted(ours - loaded)}"
 
 
+def test_a_firing_reads_its_config_file_without_tomllib_once_it_has_been_parsed(tmp_path):
+    """The first firing with a config file parses it (tomllib) and keeps the parse beside the
+    ledger (config.CACHE_FILE); the next firing of the same text reads that instead, and one
+    of a changed text parses it again."""
+    config = tmp_path / "config.toml"
+    config.write_text('[defaults]\nlock = "flock"\n\n[jobs.x]\ntimeout = "1h"\n', encoding="utf-8")
+    env = {"CRONWRAP_CONFIG": str(config)}
+    argv = ["run", "-n", "x", "--force", "--", "true"]
+    assert "tomllib" in modules_of_a_firing(tmp_path, argv, bare=True, env=env)
+    assert "tomllib" not in modules_of_a_firing(tmp_path, argv, bare=True, env=env)
+    config.write_text('[defaults]\nlock = "pid"\n', encoding="utf-8")
+    assert "tomllib" in modules_of_a_firing(tmp_path, argv, bare=True, env=env)
+
+
 def test_the_list_can_fail():
     """A module off the list is found: the check above is not vacuous."""
     names = listed(["run -- true"])

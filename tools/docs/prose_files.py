@@ -7,6 +7,7 @@ from __future__ import annotations
 from cronwrap import errors, model
 from cronwrap.crontab.daemon import DAEMON_MEANINGS, DAEMON_VARIABLE
 from cronwrap.model import FORMAT_VERSION, STATUS_MEANINGS, Status
+from cronwrap.options import config
 from cronwrap.process import locks
 from cronwrap.run import attempt, runlog
 from cronwrap.schedule.zones import ZONE_VARIABLES
@@ -147,6 +148,10 @@ FILES_ENTRIES: tuple[Block, ...] = (
      "Results that could not be recorded, one JSON file per run, waiting for the next "
      "invocation on this host to deliver them (see LEDGER). An entry names its ledger by a "
      "hash of the URL, never the URL itself."),
+    (placeholders(f"STATE/{config.CACHE_FILE}"),
+     "What the last config file a firing read holds, as parsed, with that file's text: the "
+     "next firing of the same text reads it instead of parsing the file again (a changed "
+     "file is parsed again; its values are checked every time). Safe to remove."),
     (placeholders("STATE/serve/HOST-PORT.token"),
      "The token `serve` made at start (when not given `--token-file`), for its user to read "
      "while it runs: a new 0600 file, never written through a link, removed when `serve` "
