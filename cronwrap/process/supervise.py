@@ -93,33 +93,38 @@ class Supervisor:
         out_read, out_write = _output_pipe()
         err_read, err_write = _output_pipe()
         self._pipes = {out_read: 1, err_read: 2}
-        try:
-            keeper = procs.fork(lambda: keep(self.spec, control_read, report_write, out_write,
-                                             err_write))
-        except OSError as exc:
-            for fd in (control_read, control_write, report_read, out_read, err_read):
-                os.close(fd)
-            return spawn_failure(self.spec, exc)
-        finally:
-            for fd in (report_write, out_write, err_write):
-                os.close(fd)
         # The wrapper keeps the control pipe's read end open too: a signal or a stop written
         # after the keeper has exited then fills a pipe (and is dropped) instead of failing.
         with self._control_lock:
             self._control = control_write
+        keeper = None
         try:
+            # Signals are caught before the keeper is forked: once the job may run, a signal
+            # sent to cronwrap goes to the control pipe, and the keeper forwards it, never the
+            # wrapper's own death by the signal's default action (seen as a test's USR1 that
+            # killed the wrapper when it came right after the job started, under load).
             with _SignalsToPipe(control_write):
-                outcome = self._follow(report_read)
-        except BaseException:
-            self._abort(keeper)
-            raise
+                try:
+                    keeper = procs.fork(lambda: keep(self.spec, control_read, report_write,
+                                                     out_write, err_write))
+                except OSError as exc:
+                    return spawn_failure(self.spec, exc)
+                finally:
+                    for fd in (report_write, out_write, err_write):
+                        os.close(fd)
+                try:
+                    outcome = self._follow(report_read)
+                except BaseException:
+                    self._abort(keeper)
+                    raise
         finally:
             with self._control_lock:
                 self._control = None
             for fd in (control_read, control_write, report_read, *self._pipes):
                 os.close(fd)
             self._pipes = {}
-            procs.reap(keeper)
+            if keeper is not None:
+                procs.reap(keeper)
         if outcome.stop_reason is not None:
             outcome.stop_reason = self._stop_reason
         return outcome

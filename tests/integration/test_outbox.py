@@ -4,6 +4,7 @@ row: 'cannot open …: No such file or directory' quarantined, and said on cron'
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timedelta, timezone
 
 from cronwrap.ledger.sqlite import SqliteLedger
@@ -43,7 +44,7 @@ def test_a_result_delivered_by_another_firing_meanwhile_is_skipped_quietly(tmp_p
     first = outbox.spool(state, None, claimed(ledger, "a"), result)
     second = outbox.spool(state, None, claimed(ledger, "b"), result)
     events = []
-    ledger.race = lambda: (second if first < second else first).unlink()
+    ledger.race = lambda: os.unlink(second if first < second else first)
 
     delivered = outbox.deliver(state, None, ledger, lambda event, **fields: events.append(event))
 
