@@ -17,12 +17,17 @@ connections per kind. Kinds:
   the first call on a connection);
 - ``lean``: claim_lean.py's one statement (exact; planned per call, nothing compiled).
 
-Run it under ``PGOPTIONS='-c synchronous_commit=off'`` to leave the disk's flush out (the
-server's CPU alone) and without it. Medians in ms (wall) and the client's CPU, printed.
+Then the server's phases of one call (parse, parse analysis, rewrite, plan: the server's own
+``log_parser_stats`` and ``log_planner_stats``, sent back as notices; elapsed ms, medians; the
+counting itself adds a little to each) for the floor, the writes, the function and the lean
+statement, on a warm connection. Run it under ``PGOPTIONS='-c synchronous_commit=off'`` to
+leave the disk's flush out (the server's CPU alone) and without it. Medians in ms (wall) and
+the client's CPU, printed.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 import sys
 import time
@@ -122,7 +127,34 @@ def main() -> int:
     for kind, ms in first.items():
         print(f"new connection, calls 1 / 2 / 3: {kind.strip():10s} "
               + " / ".join(f"{statistics.median(ms[n::3]):.3f}" for n in range(3)) + " ms")
+    phases(url, statements, rounds * calls)
     return 0
+
+
+def phases(url: str, statements: dict[str, str], calls: int) -> None:
+    elapsed = re.compile(r"([\d.]+) s elapsed")
+    conn = connect(url)
+    notes: list[tuple[str, str]] = []
+    conn.add_notice_handler(lambda d: notes.append((d.message_primary or "",
+                                                    d.message_detail or "")))
+    conn.execute("SET client_min_messages = log")
+    for kind in ("floor", "writes", "function", "lean"):
+        for n in range(20):  # warm: the function compiled, the caches loaded
+            conn.execute(statements[kind], params(f"warm-{kind}-{time.time()}-{n}")).fetchall()
+        got: dict[str, list[float]] = {}
+        for setting in ("log_parser_stats", "log_planner_stats"):
+            conn.execute(f"SET {setting} = on")
+            for n in range(calls):
+                notes.clear()
+                conn.execute(statements[kind], params(f"ph-{kind}-{time.time()}-{n}")).fetchall()
+                for what, detail in notes:
+                    found = elapsed.search(detail)
+                    if found and what.endswith(" STATISTICS"):
+                        got.setdefault(what[:-11].lower(), []).append(float(found.group(1)) * 1000)
+            conn.execute(f"SET {setting} = off")
+        print(f"phases of one call, {kind:8s}: " + ", ".join(
+            f"{what} {statistics.median(ms):.3f}" for what, ms in got.items()) + " ms")
+    conn.close()
 
 
 if __name__ == "__main__":
