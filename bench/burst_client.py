@@ -3,6 +3,8 @@
     python burst_client.py ledger URL FIRST COUNT RUN_KEY OUT
     python burst_client.py floor  URL FIRST COUNT RUN_KEY OUT
     python burst_client.py writes URL FIRST COUNT RUN_KEY OUT
+    python burst_client.py lean   URL FIRST COUNT RUN_KEY OUT
+    python burst_client.py fn     URL FIRST COUNT RUN_KEY OUT
 
 Run with bench/.venv's python, 50 of them at once. Each sets up (``ledger``: cronwrap's own
 ``PostgresLedger(URL)``, as installed, nothing patched; ``floor``: one psycopg connection in
@@ -15,7 +17,12 @@ together once every one is ready. Then it claims job-FIRST … job-(FIRST+COUNT-
 - ``writes`` (on a cronwrap ledger): the rows a claim must write and nothing else, as one
   statement — the job's row upserted with its fence raised, the slot's row inserted running
   under that fence — with none of the protocol's reads, checks or decisions: what any claim
-  that keeps cronwrap's tables costs at least (the bound on the ratio to the floor).
+  that keeps cronwrap's tables costs at least (the bound on the ratio to the floor);
+- ``lean`` (on a cronwrap ledger, an experiment): ``claim_lean.claim`` — the one-statement
+  claim of claim_lean.py, the pinned function behind it — on a psycopg connection, with the
+  parameters ``ledger`` sends (no cronwrap client code: its least cost);
+- ``fn`` (the same, without the lean statement): the pinned function as ``ledger`` calls it,
+  on a bare psycopg connection — what the server costs without cronwrap's client code.
 
 A claim that raises is recorded with its error and the client goes on. OUT gets one JSON
 object: {"setup_ms", "claims": [[start epoch s, ms, claimed, error or null], …]}.
@@ -83,13 +90,38 @@ def writes_claimer(url: str, run_key: str):
     return claim
 
 
+def lean_claimer(url: str, run_key: str, lean: bool = True):
+    import os
+
+    import psycopg
+    from psycopg.rows import dict_row
+
+    import claim_lean
+
+    conn = psycopg.connect(url, autocommit=True, prepare_threshold=None, connect_timeout=10,
+                           row_factory=dict_row)
+    slot = datetime.strptime(run_key, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    base = dict(schedule=None, tz=None, key_template=None, settings=None, run_key=run_key,
+                scheduled_at=slot, trigger="schedule", host="burst", pid=os.getpid(),
+                pid_start=1, boot_id=None, pid_ns=None, lease=120.0, overlap_skip=True,
+                force=False, max_attempts=1, skew_ms=None, now=None, gone=[], checked=False,
+                schema=claim_lean.schema_version())
+
+    def claim(job: str) -> bool:
+        return claim_lean.claim(conn, {**base, "job": job}, lean=lean)[0] == "claimed"
+
+    return claim
+
+
 def main() -> int:
     mode, url, first, count, run_key, out = sys.argv[1:7]
     first, count = int(first), int(count)
     t0 = time.perf_counter()
     claims = []
     try:
-        claimer = {"ledger": ledger_claimer, "floor": floor_claimer, "writes": writes_claimer}
+        claimer = {"ledger": ledger_claimer, "floor": floor_claimer, "writes": writes_claimer,
+                   "lean": lean_claimer,
+                   "fn": lambda url, key: lean_claimer(url, key, lean=False)}
         claim = claimer[mode](url, run_key)
     except Exception as exc:  # a client that cannot even set up is reported, not hidden
         claim = None

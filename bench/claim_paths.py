@@ -7,7 +7,8 @@
    the claim as this cronwrap sends it (``cronwrap_claim_unless_paused()``, plpgsql); the same
    statements the function runs for a new slot, sent as plain SQL in one simple-protocol
    message (parsed and planned on every call, no function compiled: what a client-side
-   claim would cost, were it correct); the bare ``INSERT … ON CONFLICT`` (the floor); and
+   claim would cost, were it correct); claim_lean.py's one statement (an experiment: exact,
+   planned on every call); the bare ``INSERT … ON CONFLICT`` (the floor); and
    ``DO $$ BEGIN END $$`` (loading the plpgsql language into the session, which the firing's
    finish pays anyway: its triggers are plpgsql). ``synchronous_commit=off`` on these
    sessions, so that the disk's flush (shared with other work on the machine) leaves the
@@ -32,6 +33,7 @@ import time
 import psycopg
 from psycopg.rows import dict_row
 
+import claim_lean
 from cronwrap.ledger import sql
 
 SLOT = "2026-01-01T00:00:00Z"
@@ -88,6 +90,8 @@ def first_calls(url: str, rounds: int) -> dict[str, list[float]]:
         "function": lambda c, job: c.execute(q["claim"], params(job, schema)).fetchall(),
         "plain statements": lambda c, job: c.execute(plain(job)),
         "bare insert": lambda c, job: c.execute(FLOOR, (job, "k")).fetchall(),
+        "lean statement": lambda c, job: c.execute(claim_lean.STATEMENT,
+                                                   params(job, schema)).fetchall(),
         "DO (plpgsql load)": lambda c, job: c.execute("DO $$ BEGIN END $$"),
     }
     out: dict[str, list[float]] = {}

@@ -29,6 +29,9 @@ from common import HERE, pct, pg_url
 from fleet import PgBouncer, burst_once, first_lines
 
 LEVELS = (1, 10, 50)
+# lean: bench/claim_lean.py's one-statement claim, an experiment beside cronwrap's (no verdict);
+# fn: the pinned function on a bare psycopg connection (the server's share of cronwrap's claim)
+MODES = ("floor", "writes", "ledger", "lean", "fn")
 RATE_BUDGET, P50_BUDGET, P95_BUDGET, FIRING_BUDGET = 0.8, 1.5, 2.0, 1.1
 
 
@@ -75,7 +78,8 @@ def paths_row(bench) -> None:
     bench.row("claims: calls 1 / 2 / 3 on a new connection (bench/claim_paths.py, "
               "synchronous_commit off)",
               "; ".join(f"{kind} " + " / ".join(f"{calls[f'{kind} {n}']:.2f}" for n in (1, 2, 3))
-                        + " ms" for kind in ("function", "plain statements", "bare insert"))
+                        + " ms" for kind in ("function", "plain statements", "lean statement",
+                                                 "bare insert"))
               + f"; `DO $$ BEGIN END $$` (plpgsql loaded) {calls['DO (plpgsql load) 1']:.2f} ms"
               f"; one-statement claim (CTE) that waited on the job's lock saw the slot as "
               f"{got['cte_saw']} while the table held {got['table_holds']}; median of {rounds} "
@@ -91,7 +95,7 @@ def burst_rows(bench, targets: dict[str, tuple[str, str]], bouncer: PgBouncer | 
     for r in range(rounds):
         for target, (t_host, t_port) in targets.items():
             for clients in LEVELS:
-                for mode in ("floor", "writes", "ledger"):
+                for mode in MODES:
                     loads.append(os.getloadavg()[0])
                     results.setdefault((target, clients, mode), []).append(burst_once(
                         bench, mode, f"c{clients}{target[:1]}", t_host, t_port, clients,
@@ -101,19 +105,25 @@ def burst_rows(bench, targets: dict[str, tuple[str, str]], bouncer: PgBouncer | 
         def lat(clients: int, mode: str) -> list[float]:
             return [ms for x in results[(target, clients, mode)] for ms in x["latencies"]]
 
-        errors = [e for c in LEVELS for m in ("floor", "writes", "ledger")
+        errors = [e for c in LEVELS for m in MODES
                   for x in results[(target, c, m)] for e in x["errors"]]
         err = f"; {len(errors)} errors: {first_lines(errors)}" if errors else ""
         rate = statistics.median(x["rate"] for x in results[(target, 50, "ledger")])
         f_rate = statistics.median(x["rate"] for x in results[(target, 50, "floor")])
         w_rate = statistics.median(x["rate"] for x in results[(target, 50, "writes")])
+        l_rate = statistics.median(x["rate"] for x in results[(target, 50, "lean")])
+        fn_rate = statistics.median(x["rate"] for x in results[(target, 50, "fn")])
         ratio = rate / f_rate if f_rate else 0.0
         bench.row(f"claims: rate with 50 clients × {per[50]} claims, held connections, {target}"
                   + (" (transaction mode)" if target == "PgBouncer" else ""),
                   f"{ratio:.2f}x the floor's rate (verdict); cronwrap claim() {rate:,.0f}/s, "
                   f"bare INSERT … ON CONFLICT {f_rate:,.0f}/s; the claim's writes alone (job "
                   f"upsert + run insert, one statement, no checks) {w_rate:,.0f}/s = "
-                  f"{w_rate / f_rate if f_rate else 0:.2f}x the floor; per round "
+                  f"{w_rate / f_rate if f_rate else 0:.2f}x the floor; the lean statement "
+                  f"(bench/claim_lean.py, an experiment) {l_rate:,.0f}/s = "
+                  f"{l_rate / f_rate if f_rate else 0:.2f}x; the pinned function on a bare "
+                  f"psycopg connection {fn_rate:,.0f}/s = {fn_rate / f_rate if f_rate else 0:.2f}x"
+                  f"; per round "
                   + ", ".join(f"{x['rate']:,.0f}" for x in results[(target, 50, "ledger")])
                   + f" vs " + ", ".join(f"{x['rate']:,.0f}" for x in results[(target, 50, "floor")])
                   + f"; {rounds} rounds, {load}{err}",
@@ -121,7 +131,7 @@ def burst_rows(bench, targets: dict[str, tuple[str, str]], bouncer: PgBouncer | 
         parts, ok = [], not errors
         for clients in LEVELS:
             led, flo = lat(clients, "ledger"), lat(clients, "floor")
-            wri = lat(clients, "writes")
+            wri, lea, fn = lat(clients, "writes"), lat(clients, "lean"), lat(clients, "fn")
             p50 = statistics.median(led) / statistics.median(flo)
             p95 = pct(led, 95) / pct(flo, 95)
             ok = ok and p50 <= P50_BUDGET
@@ -129,7 +139,11 @@ def burst_rows(bench, targets: dict[str, tuple[str, str]], bouncer: PgBouncer | 
                          f"{statistics.median(flo):.2f} ms; p95 {pct(led, 95):.2f} vs "
                          f"{pct(flo, 95):.2f}, {p95:.2f}x; writes alone p50 "
                          f"{statistics.median(wri):.2f}, "
-                         f"{statistics.median(wri) / statistics.median(flo):.2f}x)")
+                         f"{statistics.median(wri) / statistics.median(flo):.2f}x; lean p50 "
+                         f"{statistics.median(lea):.2f}, "
+                         f"{statistics.median(lea) / statistics.median(flo):.2f}x, p95 "
+                         f"{pct(lea, 95) / pct(flo, 95):.2f}x; bare function p50 "
+                         f"{statistics.median(fn) / statistics.median(flo):.2f}x)")
         bench.row(f"claims: p50 at 1 / 10 / 50 clients, held connections, {target}",
                   "claim() p50 / bare insert p50 at " + "; ".join(parts) + f"; {load}",
                   f"each ≤ {P50_BUDGET}x", ok)
@@ -142,10 +156,10 @@ def race_rows(bench, targets: dict[str, tuple[str, str]]) -> None:
     loads: list[float] = []
     for r in range(rounds):
         for target, (t_host, t_port) in targets.items():
-            for mode in ("floor", "ledger"):
+            for mode in ("floor", "ledger", "lean"):
                 name = f"race_{target[:1].lower()}_{mode}_{r}"
                 direct = bench.create_database(name)
-                if mode == "ledger":
+                if mode in ("ledger", "lean"):
                     subprocess.run([bench.exe, "db", "init"],
                                    env=bench.env("race-claims", CRONWRAP_DB=direct),
                                    check=True, capture_output=True)
@@ -171,6 +185,8 @@ def race_rows(bench, targets: dict[str, tuple[str, str]]) -> None:
     for target in targets:
         led = [x["claim_ms"] for x in timings[(target, "ledger")]]
         flo = [x["claim_ms"] for x in timings[(target, "floor")]]
+        lea = [x["claim_ms"] for x in timings[(target, "lean")]]
+        sends = [x["statements"] for x in timings[(target, "lean")]]
         con = [x["connect_ms"] for x in timings[(target, "ledger")]]
         f_con = [x["connect_ms"] for x in timings[(target, "floor")]]
         won = sum(x["claimed"] for x in timings[(target, "ledger")])
@@ -179,7 +195,11 @@ def race_rows(bench, targets: dict[str, tuple[str, str]]) -> None:
                   f"per claim, {target}",
                   f"{ratio:.2f}x the floor's p95 (verdict); claim() p95 {pct(led, 95):.2f} ms, "
                   f"p50 {statistics.median(led):.2f}; bare insert on a new connection p95 "
-                  f"{pct(flo, 95):.2f}, p50 {statistics.median(flo):.2f}; {won} claimed of "
+                  f"{pct(flo, 95):.2f}, p50 {statistics.median(flo):.2f}; the lean statement "
+                  f"(bench/claim_lean.py, an experiment) p95 {pct(lea, 95):.2f} ms = "
+                  f"{pct(lea, 95) / pct(flo, 95):.2f}x, p50 {statistics.median(lea):.2f}, "
+                  f"{sum(x['claimed'] for x in timings[(target, 'lean')])} claimed, "
+                  f"{sum(s == 1 for s in sends)} of {len(sends)} in one statement; {won} claimed of "
                   f"{len(led)}; connect: PostgresLedger(url) (connect + schema check) p50 "
                   f"{statistics.median(con):.2f} ms, psycopg.connect p50 "
                   f"{statistics.median(f_con):.2f}; {rounds} rounds, load "

@@ -329,7 +329,7 @@ def burst_once(bench, mode: str, target: str, host: str, port: str, clients: int
                round_: int, bouncer: PgBouncer | None) -> dict:
     name = f"burst_{target.lower()}_{mode}_{round_}"
     direct = bench.create_database(name)
-    if mode in ("ledger", "writes"):
+    if mode in ("ledger", "writes", "lean", "fn"):
         subprocess.run([bench.exe, "db", "init"], env=bench.env("burst", CRONWRAP_DB=direct),
                        check=True, capture_output=True)
     else:
