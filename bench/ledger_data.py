@@ -190,6 +190,11 @@ CROSS JOIN LATERAL (SELECT min(le_ms) AS le_ms FROM cronwrap_duration_buckets
                     WHERE le_ms >= r.duration_ms) b
 WHERE r.status NOT IN ('running', 'pending') AND b.le_ms IS NOT NULL GROUP BY r.job, b.le_ms
 """
+DAY_COUNTS = """
+INSERT INTO cronwrap_day_counts (day, job, status, runs)
+SELECT (created_at AT TIME ZONE 'UTC')::date, job, status, count(*) FROM cronwrap_runs
+WHERE status NOT IN ('running', 'pending') GROUP BY 1, 2, 3
+"""
 
 
 def build_postgres(url: str, jobs: int, runs: int, now: float) -> None:
@@ -211,6 +216,8 @@ def build_postgres(url: str, jobs: int, runs: int, now: float) -> None:
         tallied = _pg_types(("job",), conn, "cronwrap_tallies")
         if tallied:
             conn.execute(TALLIES)
+        if _pg_types(("job",), conn, "cronwrap_day_counts"):  # expansion 7, as its triggers keep it
+            conn.execute(DAY_COUNTS)
         if "last_slot" in _pg_types(("last_slot",), conn, "cronwrap_jobs"):
             conn.execute("UPDATE cronwrap_jobs j SET last_slot = (SELECT max(scheduled_at) "
                          "FROM cronwrap_runs r WHERE r.job = j.name)")
@@ -218,6 +225,7 @@ def build_postgres(url: str, jobs: int, runs: int, now: float) -> None:
         conn.execute("VACUUM ANALYZE cronwrap_jobs")
         conn.execute("VACUUM ANALYZE cronwrap_runs")
         conn.execute("VACUUM ANALYZE cronwrap_tallies")
+        conn.execute("VACUUM ANALYZE cronwrap_day_counts")
 
 
 def main() -> int:

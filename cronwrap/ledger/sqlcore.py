@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from abc import abstractmethod
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 
 from cronwrap.errors import LedgerError
 from cronwrap.ledger.base import Ledger
@@ -32,6 +32,9 @@ NO_RUN_ID = 2**62  # above every run id: "before" it is every run
 PAUSES = 3  # the expansion that holds the pauses (cronwrap pause)
 STEPS = 5  # the expansion that holds the steps (cronwrap step)
 USAGE = 6  # the expansion that holds what each attempt's tree used (CPU, memory)
+DAY_COUNTS = 7  # the expansion that keeps the window's counts per job, day and status
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+DAY = 86400  # seconds: the days of day_counts are UTC days since the epoch
 
 
 def _version_number(value: object) -> int | None:
@@ -300,10 +303,38 @@ class SqlLedger(Ledger):
             for r in sorted(self._all(cur, "all_running"), key=lambda r: r["id"]):
                 running.setdefault(r["job"], []).append(self._run(r))
             counts: dict[str, dict[str, int]] = {}
-            for r in self._all(cur, "all_counts", since=self._to_db(since)):
+            if self.expanded >= DAY_COUNTS:
+                found = self._all(cur, "window_counts", **self._window(since))
+            else:  # a ledger without expansion 7: every row of the window, counted now
+                found = self._all(cur, "all_counts", since=self._to_db(since))
+            for r in found:
                 counts.setdefault(r["job"], {})[r["status"]] = int(r["n"])
         return [self._summary(r, last.get(r["last_run_id"]), running.get(r["name"], []),
                               counts.get(r["name"], {})) for r in rows]
+
+    def _window(self, since: datetime) -> dict[str, Any]:
+        """The parameters of ``window_counts``: the whole days after the window's first from
+        day_counts; of that first day, the runs inside the window are added (sign 1) or,
+        when the window starts in the day's first half, the day's runs before it are taken
+        from its count (sign -1), so that at most half a day of each job's runs is read. The
+        range is a second wider than the day (the day itself is the triggers' expression)."""
+        first = self._day_of(since)
+        start = EPOCH + timedelta(days=first)
+        if since - start <= timedelta(seconds=DAY / 2):
+            lo, hi, sign, from_day = start - timedelta(seconds=1), since, -1, first
+        else:
+            lo, hi, sign = since, start + timedelta(days=1, seconds=1), 1
+            from_day = first + 1
+        return dict(since=self._to_db(since), lo=self._to_db(lo), hi=self._to_db(hi),
+                    sign=sign, from_day=self._day(from_day), edge_day=self._day(first))
+
+    def _day_of(self, t: datetime) -> int:
+        """The day of day_counts a row created at ``t`` is counted on (whole UTC days)."""
+        return (t - EPOCH).days
+
+    def _day(self, number: int) -> Any:
+        """A day of day_counts as the dialect stores it: a date."""
+        return date(1970, 1, 1) + timedelta(days=number)
 
     def change_token(self) -> str | None:
         with self._tx(write=False) as cur:

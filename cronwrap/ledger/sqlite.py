@@ -13,7 +13,7 @@ from pathlib import Path
 from cronwrap.errors import LedgerError
 from cronwrap.errors import PathError
 from cronwrap.ledger import sql
-from cronwrap.ledger.sqlcore import SqlLedger
+from cronwrap.ledger.sqlcore import DAY, SqlLedger
 from cronwrap.model import DURATION_BUCKETS
 from cronwrap.paths import check_existing, open_private
 from cronwrap.record import TYPE_CHECKING
@@ -221,6 +221,13 @@ class SqliteLedger(SqlLedger):
 
     def _time(self, value: float) -> datetime:
         return datetime.fromtimestamp(value, timezone.utc)
+
+    def _day_of(self, t: datetime) -> int:
+        # The triggers' CAST(created_at / 86400 AS INTEGER), computed the same way.
+        return int(t.timestamp() / DAY)
+
+    def _day(self, number: int) -> int:
+        return number
 
     def _ids(self, ids: list[int]) -> str:
         return json.dumps(ids)  # read back with json_each: SQLite has no array parameters

@@ -277,6 +277,82 @@ BEGIN
   DELETE FROM usage WHERE run_id = OLD.id;
 END;
 
+-- name: expansion_7
+-- The --since window's counts kept as runs are written (issue 24 section 3), as postgres.sql's
+-- expansion_7 says: per UTC day of a row's creation (whole days since the epoch), per job,
+-- per status, the rows that hold an end (every status but running and pending). Triggers keep
+-- it exact whichever cronwrap writes the row: a row inserted with an end adds one, a row
+-- whose status changes moves its count (a retry or a claim of a skipped slot takes one away,
+-- the finish adds one under the new status), a deleted row (prune) takes its one away, and a
+-- count that reaches 0 is deleted. The claim's own writes (a row inserted pending, pending to
+-- running, a takeover, a lease renewal) do nothing: the WHEN clauses. The rows already in runs
+-- are counted once here. status sums whole days from it and reads only the first, partial day
+-- of its window from runs (window_counts).
+CREATE TABLE IF NOT EXISTS day_counts (
+  day INTEGER NOT NULL,
+  job TEXT NOT NULL,
+  status TEXT NOT NULL,
+  runs INTEGER NOT NULL,
+  PRIMARY KEY (day, job, status)
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO day_counts (day, job, status, runs)
+SELECT CAST(created_at / 86400 AS INTEGER), job, status, count(*) FROM runs
+WHERE status NOT IN ('running', 'pending') GROUP BY 1, 2, 3;
+-- day_moves is a view nothing reads: inserting into it (a count's move, +1 or -1) is the one
+-- body the four triggers call.
+CREATE VIEW IF NOT EXISTS day_moves AS SELECT day, job, status, runs AS n FROM day_counts WHERE 0;
+CREATE TRIGGER IF NOT EXISTS day_moved INSTEAD OF INSERT ON day_moves
+BEGIN
+  INSERT INTO day_counts (day, job, status, runs) VALUES (NEW.day, NEW.job, NEW.status, NEW.n)
+  ON CONFLICT (day, job, status) DO UPDATE SET runs = runs + excluded.runs;
+  DELETE FROM day_counts
+  WHERE NEW.n < 0 AND day = NEW.day AND job = NEW.job AND status = NEW.status AND runs <= 0;
+END;
+CREATE TRIGGER IF NOT EXISTS runs_day_inserted AFTER INSERT ON runs
+WHEN NEW.status NOT IN ('running', 'pending')
+BEGIN
+  INSERT INTO day_moves VALUES (CAST(NEW.created_at / 86400 AS INTEGER), NEW.job, NEW.status, 1);
+END;
+CREATE TRIGGER IF NOT EXISTS runs_day_left AFTER UPDATE OF status, job, created_at ON runs
+WHEN OLD.status NOT IN ('running', 'pending') AND (NEW.status IS NOT OLD.status
+  OR NEW.job IS NOT OLD.job OR NEW.created_at IS NOT OLD.created_at)
+BEGIN
+  INSERT INTO day_moves VALUES (CAST(OLD.created_at / 86400 AS INTEGER), OLD.job, OLD.status, -1);
+END;
+CREATE TRIGGER IF NOT EXISTS runs_day_entered AFTER UPDATE OF status, job, created_at ON runs
+WHEN NEW.status NOT IN ('running', 'pending') AND (NEW.status IS NOT OLD.status
+  OR NEW.job IS NOT OLD.job OR NEW.created_at IS NOT OLD.created_at)
+BEGIN
+  INSERT INTO day_moves VALUES (CAST(NEW.created_at / 86400 AS INTEGER), NEW.job, NEW.status, 1);
+END;
+CREATE TRIGGER IF NOT EXISTS runs_day_pruned AFTER DELETE ON runs
+WHEN OLD.status NOT IN ('running', 'pending')
+BEGIN
+  INSERT INTO day_moves VALUES (CAST(OLD.created_at / 86400 AS INTEGER), OLD.job, OLD.status, -1);
+END;
+
+-- name: window_counts
+-- The --since window's rows by job and status with expansion 7: whole days from day_counts,
+-- the window's first day from runs (its part inside the window added to the days after it,
+-- or, when that part is the bigger one, its part before the window taken from the whole day:
+-- :sign), the running rows from runs_running. Each range of runs is read per job along
+-- runs_job_created and filtered by the same day expression as the triggers', so a row on a
+-- day's edge is counted on the day they count it. At most half a day of a job's runs is read,
+-- whatever the window's size. The running rows are read through runs_running by name: left
+-- to itself, SQLite walks all of runs_job_created for them.
+SELECT job, status, sum(n) AS n FROM (
+  SELECT job, status, runs AS n FROM day_counts WHERE day >= :from_day
+  UNION ALL
+  SELECT r.job, r.status, :sign AS n
+  FROM jobs j CROSS JOIN runs r
+    ON r.job = j.name AND r.created_at >= :lo AND r.created_at < :hi
+  WHERE r.status NOT IN ('running', 'pending')
+    AND CAST(r.created_at / 86400 AS INTEGER) = :edge_day
+  UNION ALL
+  SELECT job, status, 1 AS n FROM runs INDEXED BY runs_running
+  WHERE status = 'running' AND created_at >= :since)
+GROUP BY job, status HAVING sum(n) > 0
+
 -- name: record_usage
 INSERT INTO usage (run_id, attempt, cpu_user_ms, cpu_system_ms, max_rss_kb)
 VALUES (:id, :attempt, :cpu_user_ms, :cpu_system_ms, :max_rss_kb)
