@@ -62,6 +62,39 @@ def decide(row: Run, req: ClaimRequest, now: datetime) -> str | None:
     return Reason.DUPLICATE
 
 
+# The ends day_counts keeps a column of (expansion 7), in window_counts' order.
+KEPT_ENDS = ("succeeded", "warning", "failed", "timeout", "killed", "skipped", "missed")
+
+
+def _window_counts(rows: list[Row]) -> dict[str, dict[str, int]]:
+    """Each job's counts by status from ``window_counts``' rows: a job's whole days and its
+    first day's part (``n``: 1 or -1) by column, other statuses one row each (``n`` of
+    them); a status counted 0 is left out, as a count of the rows leaves it. In all_counts'
+    order (on SQLite): the other statuses by name, then succeeded."""
+    import json
+
+    sums: dict[str, dict[str, int]] = {}
+    for r in rows:
+        job = sums.setdefault(r["job"], {})
+        if r["status"] is not None:
+            job[r["status"]] = job.get(r["status"], 0) + int(r["n"])
+            continue
+        sign = 1 if r["n"] is None else int(r["n"])
+        for status in KEPT_ENDS:
+            if r[status]:
+                job[status] = job.get(status, 0) + sign * int(r[status])
+        others = r["others"]
+        if others is not None and others != "[]":
+            for status in (json.loads(others) if isinstance(others, str) else others):
+                job[status] = job.get(status, 0) + sign
+    return {name: kept for name, job in sums.items()
+            if (kept := {k: job[k] for k in sorted(job, key=_count_order) if job[k] > 0})}
+
+
+def _count_order(status: str) -> tuple[bool, str]:
+    return status == "succeeded", status
+
+
 class SqlLedger(Ledger):
     """The ``Ledger`` over named SQL blocks; subclasses provide ``close`` and the dialect
     hooks at the bottom."""
@@ -302,13 +335,12 @@ class SqlLedger(Ledger):
             running: dict[str, list[Run]] = {}
             for r in sorted(self._all(cur, "all_running"), key=lambda r: r["id"]):
                 running.setdefault(r["job"], []).append(self._run(r))
-            counts: dict[str, dict[str, int]] = {}
             if self.expanded >= DAY_COUNTS:
-                found = self._all(cur, "window_counts", **self._window(since))
+                counts = _window_counts(self._all(cur, "window_counts", **self._window(since)))
             else:  # a ledger without expansion 7: every row of the window, counted now
-                found = self._all(cur, "all_counts", since=self._to_db(since))
-            for r in found:
-                counts.setdefault(r["job"], {})[r["status"]] = int(r["n"])
+                counts = {}
+                for r in self._all(cur, "all_counts", since=self._to_db(since)):
+                    counts.setdefault(r["job"], {})[r["status"]] = int(r["n"])
         return [self._summary(r, last.get(r["last_run_id"]), running.get(r["name"], []),
                               counts.get(r["name"], {})) for r in rows]
 

@@ -346,59 +346,96 @@ CREATE TABLE IF NOT EXISTS cronwrap_usage (
 -- name: expansion_7
 -- The --since window's counts kept as runs are written (issue 24 section 3): status counted
 -- every run of each job's window at read time, ~160 ms of a 5,000-job status over a million
--- runs. Here, per UTC day of a row's creation, per job, per status, the rows that hold an end
--- (every status but running and pending). Triggers keep it exact whichever cronwrap writes the
--- row (the previous release's wrapper too): a row inserted with an end adds one, a row whose
--- status changes moves its count (a retry, or a claim of a skipped or missed slot, takes one
--- away; the finish adds one under the new status), and prune's deletes take theirs away (one
--- statement-level trigger per prune, from its transition table), deleting the counts that
--- reach 0. The claim's own writes (a new slot inserted pending, pending to running, a
--- takeover, a lease renewal) call nothing: the WHEN clauses. The rows already in
--- cronwrap_runs are counted once here. status sums whole days from it and reads only the
--- first, partial day of its window from cronwrap_runs (window_counts).
+-- runs. Here, per job and UTC day of a row's creation, the rows that hold an end (every status
+-- but running and pending), one column per end this release knows, and any other status (a
+-- newer release's) in cronwrap_day_other_counts: status reads one short row per job and day.
+-- Triggers keep them exact whichever cronwrap writes the row (the previous release's wrapper
+-- too): a row inserted with an end adds one, a row whose status changes moves its count (a
+-- retry, or a claim of a skipped or missed slot, takes one away; the finish adds one under the
+-- new status), and prune's deletes take theirs away (one statement-level trigger per prune,
+-- from its transition table), deleting the days whose counts all reach 0. The claim's own
+-- writes (a new slot inserted pending, pending to running, a takeover, a lease renewal) call
+-- nothing: the WHEN clauses. The rows already in cronwrap_runs are counted once here. status
+-- sums whole days from them and reads only the first, partial day of its window from
+-- cronwrap_runs (window_counts).
 CREATE TABLE IF NOT EXISTS cronwrap_day_counts (
-  day date NOT NULL,
   job text NOT NULL,
+  day date NOT NULL,
+  succeeded bigint NOT NULL DEFAULT 0,
+  warning bigint NOT NULL DEFAULT 0,
+  failed bigint NOT NULL DEFAULT 0,
+  timeout bigint NOT NULL DEFAULT 0,
+  killed bigint NOT NULL DEFAULT 0,
+  skipped bigint NOT NULL DEFAULT 0,
+  missed bigint NOT NULL DEFAULT 0,
+  PRIMARY KEY (job, day)
+);
+CREATE TABLE IF NOT EXISTS cronwrap_day_other_counts (
+  job text NOT NULL,
+  day date NOT NULL,
   status text NOT NULL,
   runs bigint NOT NULL,
-  PRIMARY KEY (day, job, status)
+  PRIMARY KEY (job, day, status)
 );
-INSERT INTO cronwrap_day_counts (day, job, status, runs)
-SELECT (created_at AT TIME ZONE 'UTC')::date, job, status, count(*) FROM cronwrap_runs
-WHERE status NOT IN ('running', 'pending') GROUP BY 1, 2, 3
-ON CONFLICT (day, job, status) DO NOTHING;
+INSERT INTO cronwrap_day_counts (job, day, succeeded, warning, failed, timeout, killed,
+                                 skipped, missed)
+SELECT job, (created_at AT TIME ZONE 'UTC')::date, count(*) FILTER (WHERE status = 'succeeded'),
+  count(*) FILTER (WHERE status = 'warning'), count(*) FILTER (WHERE status = 'failed'),
+  count(*) FILTER (WHERE status = 'timeout'), count(*) FILTER (WHERE status = 'killed'),
+  count(*) FILTER (WHERE status = 'skipped'), count(*) FILTER (WHERE status = 'missed')
+FROM cronwrap_runs WHERE status IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped', 'missed') GROUP BY 1, 2
+ON CONFLICT (job, day) DO NOTHING;
+INSERT INTO cronwrap_day_other_counts (job, day, status, runs)
+SELECT job, (created_at AT TIME ZONE 'UTC')::date, status, count(*) FROM cronwrap_runs
+WHERE status NOT IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped', 'missed') AND status NOT IN ('running', 'pending') GROUP BY 1, 2, 3
+ON CONFLICT (job, day, status) DO NOTHING;
+-- A count's move: n (+1 or -1, or minus a prune's rows) runs of status on a job's day.
+CREATE OR REPLACE FUNCTION cronwrap_move_day(j text, d date, st text, n bigint)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF st IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped', 'missed') THEN
+    INSERT INTO cronwrap_day_counts AS c (job, day, succeeded, warning, failed, timeout,
+                                          killed, skipped, missed)
+    VALUES (j, d, CASE WHEN st = 'succeeded' THEN n ELSE 0 END,
+            CASE WHEN st = 'warning' THEN n ELSE 0 END, CASE WHEN st = 'failed' THEN n ELSE 0 END,
+            CASE WHEN st = 'timeout' THEN n ELSE 0 END, CASE WHEN st = 'killed' THEN n ELSE 0 END,
+            CASE WHEN st = 'skipped' THEN n ELSE 0 END, CASE WHEN st = 'missed' THEN n ELSE 0 END)
+    ON CONFLICT (job, day) DO UPDATE SET succeeded = c.succeeded + excluded.succeeded,
+      warning = c.warning + excluded.warning, failed = c.failed + excluded.failed,
+      timeout = c.timeout + excluded.timeout, killed = c.killed + excluded.killed,
+      skipped = c.skipped + excluded.skipped, missed = c.missed + excluded.missed;
+    IF n < 0 THEN
+      DELETE FROM cronwrap_day_counts
+      WHERE job = j AND day = d AND succeeded = 0 AND warning = 0 AND failed = 0
+        AND timeout = 0 AND killed = 0 AND skipped = 0 AND missed = 0;
+    END IF;
+  ELSE
+    INSERT INTO cronwrap_day_other_counts AS c (job, day, status, runs) VALUES (j, d, st, n)
+    ON CONFLICT (job, day, status) DO UPDATE SET runs = c.runs + excluded.runs;
+    IF n < 0 THEN
+      DELETE FROM cronwrap_day_other_counts
+      WHERE job = j AND day = d AND status = st AND runs <= 0;
+    END IF;
+  END IF;
+END
+$$;
 CREATE OR REPLACE FUNCTION cronwrap_count_day() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'UPDATE' AND OLD.status NOT IN ('running', 'pending') THEN
-    DELETE FROM cronwrap_day_counts
-    WHERE day = (OLD.created_at AT TIME ZONE 'UTC')::date AND job = OLD.job
-      AND status = OLD.status AND runs <= 1;
-    IF NOT FOUND THEN
-      UPDATE cronwrap_day_counts SET runs = runs - 1
-      WHERE day = (OLD.created_at AT TIME ZONE 'UTC')::date AND job = OLD.job
-        AND status = OLD.status;
-    END IF;
+    PERFORM cronwrap_move_day(OLD.job, (OLD.created_at AT TIME ZONE 'UTC')::date, OLD.status, -1);
   END IF;
   IF NEW.status NOT IN ('running', 'pending') THEN
-    INSERT INTO cronwrap_day_counts AS d (day, job, status, runs)
-    VALUES ((NEW.created_at AT TIME ZONE 'UTC')::date, NEW.job, NEW.status, 1)
-    ON CONFLICT (day, job, status) DO UPDATE SET runs = d.runs + 1;
+    PERFORM cronwrap_move_day(NEW.job, (NEW.created_at AT TIME ZONE 'UTC')::date, NEW.status, 1);
   END IF;
   RETURN NULL;
 END
 $$;
 CREATE OR REPLACE FUNCTION cronwrap_uncount_days() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  -- Two statements: a DELETE in the same statement as the UPDATE would not see its rows.
-  UPDATE cronwrap_day_counts d SET runs = d.runs - g.n
-  FROM (SELECT (created_at AT TIME ZONE 'UTC')::date AS day, job, status, count(*) AS n
+  PERFORM cronwrap_move_day(job, day, status, -n)
+  FROM (SELECT job, (created_at AT TIME ZONE 'UTC')::date AS day, status, count(*) AS n
         FROM cronwrap_gone_runs WHERE status NOT IN ('running', 'pending')
-        GROUP BY 1, 2, 3) AS g
-  WHERE d.day = g.day AND d.job = g.job AND d.status = g.status;
-  DELETE FROM cronwrap_day_counts d
-  USING (SELECT DISTINCT (created_at AT TIME ZONE 'UTC')::date AS day, job, status
-         FROM cronwrap_gone_runs) AS g
-  WHERE d.runs <= 0 AND d.day = g.day AND d.job = g.job AND d.status = g.status;
+        GROUP BY 1, 2, 3 ORDER BY 1, 2, 3) AS gone;
   RETURN NULL;
 END
 $$;
@@ -858,27 +895,44 @@ FROM cronwrap_jobs j CROSS JOIN LATERAL (
 ) AS c
 
 -- name: window_counts
--- The --since window's rows by job and status with expansion 7, in one statement (one
--- snapshot): whole days from cronwrap_day_counts, the window's first day from cronwrap_runs
--- (its part inside the window added to the days after it or, when that part is the bigger
--- one, its part before the window taken from the whole day: sign), the running rows from
--- cronwrap_runs_running. Each range of runs is read per job along cronwrap_runs_job_created
--- and filtered by the triggers' own day expression. At most half a day of a job's runs is
--- read, whatever the window's size.
-SELECT job, status, sum(n) AS n FROM (
-  SELECT job, status, runs AS n FROM cronwrap_day_counts WHERE day >= %(from_day)s::date
-  UNION ALL
-  SELECT j.name, c.status, c.n * %(sign)s::int
-  FROM cronwrap_jobs j CROSS JOIN LATERAL (
-    SELECT r.status, count(*) AS n FROM cronwrap_runs r
-    WHERE r.job = j.name AND r.created_at >= %(lo)s AND r.created_at < %(hi)s
-      AND r.status NOT IN ('running', 'pending')
-      AND (r.created_at AT TIME ZONE 'UTC')::date = %(edge_day)s::date
-    GROUP BY r.status) AS c
-  UNION ALL
-  SELECT job, status, 1 FROM cronwrap_runs
-  WHERE status = 'running' AND created_at >= %(since)s) AS w
-GROUP BY job, status HAVING sum(n) > 0
+-- The --since window's rows by job with expansion 7, in one statement (one snapshot), as
+-- sqlite.sql's window_counts says: a row per job of its whole days (status NULL), a row per
+-- job of the window's first day from cronwrap_runs (sign: added or taken away; others: the
+-- statuses this release does not know, as a JSON list), and rows of one status (n) for the
+-- other statuses' whole days and for each running row (cronwrap_runs_running). Each range is
+-- read per job along its index; at most half a day of a job's runs, whatever the window.
+SELECT j.name AS job, NULL::text AS status, NULL::bigint AS n, w.succeeded, w.warning,
+  w.failed, w.timeout, w.killed, w.skipped, w.missed, NULL::json AS others
+FROM cronwrap_jobs j CROSS JOIN LATERAL (
+  SELECT sum(succeeded) AS succeeded, sum(warning) AS warning, sum(failed) AS failed,
+    sum(timeout) AS timeout, sum(killed) AS killed, sum(skipped) AS skipped,
+    sum(missed) AS missed
+  FROM cronwrap_day_counts d WHERE d.job = j.name AND d.day >= %(from_day)s::date) AS w
+WHERE w.succeeded IS NOT NULL
+UNION ALL
+SELECT j.name, NULL, %(sign)s::bigint, p.succeeded, p.warning, p.failed, p.timeout, p.killed,
+  p.skipped, p.missed, p.others
+FROM cronwrap_jobs j CROSS JOIN LATERAL (
+  SELECT count(*) FILTER (WHERE r.status = 'succeeded') AS succeeded,
+    count(*) FILTER (WHERE r.status = 'warning') AS warning,
+    count(*) FILTER (WHERE r.status = 'failed') AS failed,
+    count(*) FILTER (WHERE r.status = 'timeout') AS timeout,
+    count(*) FILTER (WHERE r.status = 'killed') AS killed,
+    count(*) FILTER (WHERE r.status = 'skipped') AS skipped,
+    count(*) FILTER (WHERE r.status = 'missed') AS missed,
+    json_agg(r.status) FILTER (WHERE r.status NOT IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped', 'missed')) AS others,
+    count(*) AS n
+  FROM cronwrap_runs r
+  WHERE r.job = j.name AND r.created_at >= %(lo)s AND r.created_at < %(hi)s
+    AND r.status NOT IN ('running', 'pending')
+    AND (r.created_at AT TIME ZONE 'UTC')::date = %(edge_day)s::date) AS p
+WHERE p.n > 0
+UNION ALL
+SELECT job, status, runs, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM cronwrap_day_other_counts WHERE day >= %(from_day)s::date
+UNION ALL
+SELECT job, status, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM cronwrap_runs WHERE status = 'running' AND created_at >= %(since)s
 
 -- name: prune
 -- Old finished rows beyond each job's newest %(keep)s, never a running row, never a slot
