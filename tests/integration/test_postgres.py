@@ -158,8 +158,9 @@ def test_session_settings_and_an_operators_own_options(pg_dsn):
             return next(iter(cur.fetchone().values()))
 
     led = PostgresLedger(pg_dsn)
-    names = ("statement_timeout", "idle_in_transaction_session_timeout", "application_name")
-    assert [setting(led, n) for n in names] == ["15s", "10s", "cronwrap"]
+    names = ("statement_timeout", "idle_in_transaction_session_timeout", "application_name",
+             "jit")
+    assert [setting(led, n) for n in names] == ["15s", "10s", "cronwrap", "off"]
     with led._connection() as conn:  # set for each transaction only: nothing left in the session
         assert conn.execute("SHOW statement_timeout").fetchone()["statement_timeout"] == "0"
     led.close()
