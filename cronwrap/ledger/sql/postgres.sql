@@ -383,11 +383,15 @@ SELECT job, (created_at AT TIME ZONE 'UTC')::date, count(*) FILTER (WHERE status
   count(*) FILTER (WHERE status = 'warning'), count(*) FILTER (WHERE status = 'failed'),
   count(*) FILTER (WHERE status = 'timeout'), count(*) FILTER (WHERE status = 'killed'),
   count(*) FILTER (WHERE status = 'skipped'), count(*) FILTER (WHERE status = 'missed')
-FROM cronwrap_runs WHERE status IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped', 'missed') GROUP BY 1, 2
+FROM cronwrap_runs
+WHERE status IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped', 'missed')
+GROUP BY 1, 2
 ON CONFLICT (job, day) DO NOTHING;
 INSERT INTO cronwrap_day_other_counts (job, day, status, runs)
 SELECT job, (created_at AT TIME ZONE 'UTC')::date, status, count(*) FROM cronwrap_runs
-WHERE status NOT IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped', 'missed') AND status NOT IN ('running', 'pending') GROUP BY 1, 2, 3
+WHERE status NOT IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped', 'missed',
+                     'running', 'pending')
+GROUP BY 1, 2, 3
 ON CONFLICT (job, day, status) DO NOTHING;
 -- A count's move: n (+1 or -1, or minus a prune's rows) runs of status on a job's day.
 CREATE OR REPLACE FUNCTION cronwrap_move_day(j text, d date, st text, n bigint)
@@ -920,7 +924,8 @@ FROM cronwrap_jobs j CROSS JOIN LATERAL (
     count(*) FILTER (WHERE r.status = 'killed') AS killed,
     count(*) FILTER (WHERE r.status = 'skipped') AS skipped,
     count(*) FILTER (WHERE r.status = 'missed') AS missed,
-    json_agg(r.status) FILTER (WHERE r.status NOT IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped', 'missed')) AS others,
+    json_agg(r.status) FILTER (WHERE r.status NOT IN ('succeeded', 'warning', 'failed',
+      'timeout', 'killed', 'skipped', 'missed')) AS others,
     count(*) AS n
   FROM cronwrap_runs r
   WHERE r.job = j.name AND r.created_at >= %(lo)s AND r.created_at < %(hi)s

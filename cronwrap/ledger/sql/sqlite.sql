@@ -313,10 +313,14 @@ INSERT OR IGNORE INTO day_counts (job, day, succeeded, warning, failed, timeout,
 SELECT job, CAST(created_at / 86400 AS INTEGER), sum(status = 'succeeded'),
   sum(status = 'warning'), sum(status = 'failed'), sum(status = 'timeout'),
   sum(status = 'killed'), sum(status = 'skipped'), sum(status = 'missed')
-FROM runs WHERE status IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped', 'missed') GROUP BY 1, 2;
+FROM runs
+WHERE status IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped', 'missed')
+GROUP BY 1, 2;
 INSERT OR IGNORE INTO day_other_counts (job, day, status, runs)
 SELECT job, CAST(created_at / 86400 AS INTEGER), status, count(*) FROM runs
-WHERE status NOT IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped', 'missed') AND status NOT IN ('running', 'pending') GROUP BY 1, 2, 3;
+WHERE status NOT IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped', 'missed',
+                     'running', 'pending')
+GROUP BY 1, 2, 3;
 -- day_moves is a view nothing reads: inserting into it (a count's move, +1 or -1) is the one
 -- body the four triggers call.
 CREATE VIEW IF NOT EXISTS day_moves AS
@@ -335,7 +339,9 @@ BEGIN
     timeout = timeout + excluded.timeout, killed = killed + excluded.killed,
     skipped = skipped + excluded.skipped, missed = missed + excluded.missed;
   INSERT INTO day_other_counts (job, day, status, runs)
-  SELECT NEW.job, NEW.day, NEW.status, NEW.n WHERE NEW.status NOT IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped', 'missed')
+  SELECT NEW.job, NEW.day, NEW.status, NEW.n
+  WHERE NEW.status NOT IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped',
+                           'missed')
   ON CONFLICT (job, day, status) DO UPDATE SET runs = runs + excluded.runs;
   DELETE FROM day_counts
   WHERE NEW.n < 0 AND job = NEW.job AND day = NEW.day AND succeeded = 0 AND warning = 0
@@ -386,7 +392,8 @@ UNION ALL
 SELECT j.name, NULL, :sign, sum(r.status = 'succeeded'), sum(r.status = 'warning'),
   sum(r.status = 'failed'), sum(r.status = 'timeout'), sum(r.status = 'killed'),
   sum(r.status = 'skipped'), sum(r.status = 'missed'),
-  json_group_array(r.status) FILTER (WHERE r.status NOT IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped', 'missed'))
+  json_group_array(r.status) FILTER (WHERE r.status NOT IN ('succeeded', 'warning', 'failed',
+    'timeout', 'killed', 'skipped', 'missed'))
 FROM jobs j CROSS JOIN runs r
   ON r.job = j.name AND r.created_at >= :lo AND r.created_at < :hi
 WHERE r.status NOT IN ('running', 'pending') AND CAST(r.created_at / 86400 AS INTEGER) = :edge_day
