@@ -322,3 +322,61 @@ def test_status_reads_a_bounded_number_of_runs_whatever_the_window(tmp_path):
     # half a day of runs is 720 rows; a year is 525,600
     assert year < 2 * days + 20_000, (year, days)
     assert unkept > 20 * year, (unkept, year)
+
+
+@pytest.mark.postgres
+def test_postgres_status_reads_at_most_half_a_day_of_a_job_s_runs(pg_dsn):
+    """The same on PostgreSQL, by EXPLAIN (ANALYZE, FORMAT JSON) of the very statement status
+    runs: over a job of a run a minute for 60 days, every window (two days, two months,
+    starting early or late in a day) reads at most half a day of the job's rows (720), and
+    the counts equal the rows."""
+    import json
+
+    import psycopg
+
+    from cronwrap.ledger import sql
+    from cronwrap.ledger.postgres import PostgresLedger
+
+    PostgresLedger(pg_dsn).close()  # the schema
+    minutes = 60 * 24 * 60
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("SET session_replication_role = replica")  # as bench/ledger_data.py
+        conn.execute("INSERT INTO cronwrap_jobs (name, first_seen, last_seen) "
+                     "VALUES ('busy', now(), now())")
+        conn.execute(f"""
+            INSERT INTO cronwrap_runs (job, run_key, trigger, status, created_at)
+            SELECT 'busy', 'k' || i, 'schedule',
+                   CASE WHEN i % 17 = 0 THEN 'failed' ELSE 'succeeded' END,
+                   to_timestamp({T0} + i * 60)
+            FROM generate_series(1, {minutes}) AS i""")
+        conn.execute("SET session_replication_role = DEFAULT")
+        conn.execute(sql.load("postgres")["expansion_7"])  # its own count of the rows there
+        conn.execute("ANALYZE cronwrap_runs, cronwrap_day_counts")
+    direct = Direct("postgres", pg_dsn)
+    ledger = PostgresLedger(pg_dsn, read_only=True)
+    end = T0 + minutes * 60
+    try:
+        for since in (end - 2 * DAY + 5 * 3600, end - 59 * DAY + 5 * 3600,
+                      end - 59 * DAY + 17 * 3600):
+            with psycopg.connect(pg_dsn) as conn:
+                ((plan,),) = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) "
+                                          + ledger.q["window_counts"],
+                                          ledger._window(_at(since))).fetchall()
+            plan = json.loads(plan) if isinstance(plan, str) else plan
+            read = 0
+
+            def walk(node: dict) -> None:
+                nonlocal read
+                if node.get("Relation Name") == "cronwrap_runs":
+                    read += (node["Actual Rows"] + node.get("Rows Removed by Filter", 0)) \
+                        * node["Actual Loops"]
+                for child in node.get("Plans", []):
+                    walk(child)
+
+            walk(plan[0]["Plan"])
+            assert 0 < read <= 720, (since, read)
+            assert {s.job: s.counts for s in ledger.summaries(_at(since))} == \
+                direct.window(since)
+    finally:
+        ledger.close()
+        direct.close()
