@@ -7,7 +7,7 @@ A/B on two ledgers of the same code, one with the day counts' triggers and one w
 PostgreSQL: one client, a held connection, ``PostgresLedger.claim`` (the pinned claim
 function: a new slot, inserted pending then running, fires nothing by the WHEN clauses) and
 ``finish`` (running to succeeded: the trigger's upsert) of OPS new slots per round, the two
-ledgers alternating round by round; medians of each call's wall time. SQLite: ``cronwrap run
+ledgers alternating round by round (each first in turn); medians of each call's wall time. SQLite: ``cronwrap run
 -n cost-K -- true`` (a new job, so a new slot: claimed, then finished) N times a round on
 each CRONWRAP_HOME alternately, the child's CPU
 (user + system) from ``os.wait4``; medians. The B side is made by dropping the expansion's
@@ -45,7 +45,8 @@ def _pg(urls: list[str], rounds: int, ops: int) -> dict[str, object]:
     done = Finish(status="succeeded", duration_ms=5, exit_code=0, signal=None, timed_out=False,
                   error_tail=None, log_path=None)
     for r in range(rounds):
-        for side, ledger in zip("ab", ledgers):
+        order = list(zip("ab", ledgers))
+        for side, ledger in order if r % 2 == 0 else order[::-1]:  # each first in turn
             for i in range(ops):
                 req = ClaimRequest(job=JobInfo(f"cost-{i % 20}"), run_key=f"r{r}-{i}",
                                    scheduled_at=datetime.now(timezone.utc), trigger="schedule",
@@ -77,8 +78,9 @@ def _sqlite(homes: list[str], rounds: int, n: int) -> dict[str, object]:
     conn.close()
     cpu: dict[str, list[float]] = {"a": [], "b": []}
     count = 0
-    for _ in range(rounds):
-        for side, home in zip("ab", homes):
+    for r in range(rounds):
+        order = list(zip("ab", homes))
+        for side, home in order if r % 2 == 0 else order[::-1]:  # each first in turn
             for _ in range(n):
                 count += 1  # a new job each firing: a new slot, claimed and finished
                 proc = subprocess.Popen([cronwrap, "run", "-n", f"cost-{count}", "--", "true"],
