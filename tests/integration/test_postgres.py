@@ -125,6 +125,7 @@ def test_schema_creation_raced_by_eight_hosts_creates_one_schema(pg_dsn):
         meta = conn.execute("SELECT key, value FROM cronwrap_meta").fetchall()
     assert tables == [("public", "cronwrap_alert_sends"), ("public", "cronwrap_alerts"),
                       ("public", "cronwrap_attempts"), ("public", "cronwrap_day_counts"),
+                      ("public", "cronwrap_day_other_counts"),
                       ("public", "cronwrap_duration_buckets"),
                       ("public", "cronwrap_duration_tallies"), ("public", "cronwrap_jobs"),
                       ("public", "cronwrap_meta"), ("public", "cronwrap_pauses"),

@@ -876,16 +876,19 @@ SELECT run_key, scheduled_at,
 FROM cronwrap_runs WHERE job = %(job)s AND scheduled_at >= %(since)s
 
 -- name: overview
--- One row per job with its last run (skips are not runs) and its last success.
-SELECT j.*,
-  (SELECT r.id FROM cronwrap_runs r WHERE r.job = j.name AND r.status <> 'skipped'
-   ORDER BY r.id DESC LIMIT 1) AS last_run_id,
-  (SELECT r.finished_at FROM cronwrap_runs r WHERE r.job = j.name AND r.status = 'succeeded'
-   ORDER BY r.id DESC LIMIT 1) AS last_success_at
-FROM cronwrap_jobs j ORDER BY j.name
-
--- name: runs_by_ids
-SELECT * FROM cronwrap_runs WHERE id = ANY(%(ids)s)
+-- One row per job with its last run's row (skips are not runs; all NULL without one) and its
+-- last success: the last run itself when it succeeded, else looked up (sqlite.sql says why).
+SELECT j.name, j.schedule, j.tz, j.key_template, j.settings, j.first_seen, j.last_seen,
+  j.last_slot,
+  CASE WHEN r.status = 'succeeded' THEN r.finished_at
+       ELSE (SELECT s.finished_at FROM cronwrap_runs s
+             WHERE s.job = j.name AND s.status = 'succeeded'
+             ORDER BY s.id DESC LIMIT 1) END AS last_success_at,
+  r.*
+FROM cronwrap_jobs j LEFT JOIN LATERAL (
+  SELECT * FROM cronwrap_runs x WHERE x.job = j.name AND x.status <> 'skipped'
+  ORDER BY x.id DESC LIMIT 1) AS r ON true
+ORDER BY j.name
 
 -- name: all_running
 SELECT * FROM cronwrap_runs WHERE status = 'running' ORDER BY id

@@ -612,16 +612,20 @@ SELECT run_key, scheduled_at,
 FROM runs WHERE job = :job AND scheduled_at >= :since
 
 -- name: overview
--- One row per job with its last run (skips are not runs) and its last success.
-SELECT j.*,
-  (SELECT r.id FROM runs r WHERE r.job = j.name AND r.status <> 'skipped'
-   ORDER BY r.id DESC LIMIT 1) AS last_run_id,
-  (SELECT r.finished_at FROM runs r WHERE r.job = j.name AND r.status = 'succeeded'
-   ORDER BY r.id DESC LIMIT 1) AS last_success_at
-FROM jobs j ORDER BY j.name
-
--- name: runs_by_ids
-SELECT * FROM runs WHERE id IN (SELECT value FROM json_each(:ids))
+-- One row per job with its last run's row (skips are not runs; all NULL without one) and its
+-- last success: the last run itself when it succeeded (no run after it but skips), else
+-- looked up (a second index descent only for the jobs whose last run did not succeed). One
+-- statement: reading the last runs again by id was a second lookup a job (issue 24).
+SELECT j.name, j.schedule, j.tz, j.key_template, j.settings, j.first_seen, j.last_seen,
+  j.last_slot,
+  CASE WHEN r.status = 'succeeded' THEN r.finished_at
+       ELSE (SELECT s.finished_at FROM runs s WHERE s.job = j.name AND s.status = 'succeeded'
+             ORDER BY s.id DESC LIMIT 1) END AS last_success_at,
+  r.*
+FROM jobs j LEFT JOIN runs r ON r.id = (
+  SELECT x.id FROM runs x WHERE x.job = j.name AND x.status <> 'skipped'
+  ORDER BY x.id DESC LIMIT 1)
+ORDER BY j.name
 
 -- name: all_running
 -- No ORDER BY: with one, SQLite scans the table in id order instead of using runs_running.
