@@ -127,6 +127,7 @@ def job_rows(jobs: int, runs: int, now: float) -> list[tuple]:
 
 
 def build_sqlite(path: str, jobs: int, runs: int, now: float) -> None:
+    from cronwrap.ledger import sql
     from cronwrap.ledger.sqlite import SqliteLedger
 
     SqliteLedger(Path(path)).close()  # cronwrap creates its schema (WAL, user_version)
@@ -134,6 +135,12 @@ def build_sqlite(path: str, jobs: int, runs: int, now: float) -> None:
     conn.execute("PRAGMA synchronous = OFF")
     conn.execute("PRAGMA cache_size = -1000000")
     conn.execute("BEGIN")
+    # Expansion 7's triggers count each run as it is inserted (an upsert a row): off for the
+    # bulk insert, then its own script again, which counts the rows already there in one pass.
+    kept = [name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = "
+                                             "'trigger' AND name LIKE 'runs_day_%'")]
+    for name in kept:
+        conn.execute(f"DROP TRIGGER {name}")
     conn.executemany(f"INSERT INTO jobs ({', '.join(JOB_COLUMNS)}) VALUES "
                      f"({', '.join('?' * len(JOB_COLUMNS))})", job_rows(jobs, runs, now))
     conn.executemany(f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES "
@@ -141,6 +148,11 @@ def build_sqlite(path: str, jobs: int, runs: int, now: float) -> None:
     if "last_slot" in {r[1] for r in conn.execute("PRAGMA table_info(jobs)")}:
         conn.execute("UPDATE jobs SET last_slot = (SELECT max(scheduled_at) FROM runs "
                      "WHERE runs.job = jobs.name)")
+    if kept:
+        from cronwrap.ledger.sqlite import _statements
+
+        for statement in _statements(sql.load("sqlite")["expansion_7"]):
+            conn.execute(statement)
     conn.execute("COMMIT")
     conn.close()  # checkpoints the WAL into the file
 
@@ -195,6 +207,7 @@ WHERE r.status NOT IN ('running', 'pending') AND b.le_ms IS NOT NULL GROUP BY r.
 def build_postgres(url: str, jobs: int, runs: int, now: float) -> None:
     import psycopg
 
+    from cronwrap.ledger import sql
     from cronwrap.ledger.postgres import PostgresLedger
 
     PostgresLedger(url).close()  # cronwrap creates its schema (migrations, cronwrap_meta)
@@ -211,6 +224,8 @@ def build_postgres(url: str, jobs: int, runs: int, now: float) -> None:
         tallied = _pg_types(("job",), conn, "cronwrap_tallies")
         if tallied:
             conn.execute(TALLIES)
+        if _pg_types(("job",), conn, "cronwrap_day_counts"):  # expansion 7: its own backfill
+            conn.execute(sql.load("postgres")["expansion_7"])
         if "last_slot" in _pg_types(("last_slot",), conn, "cronwrap_jobs"):
             conn.execute("UPDATE cronwrap_jobs j SET last_slot = (SELECT max(scheduled_at) "
                          "FROM cronwrap_runs r WHERE r.job = j.name)")
@@ -218,6 +233,7 @@ def build_postgres(url: str, jobs: int, runs: int, now: float) -> None:
         conn.execute("VACUUM ANALYZE cronwrap_jobs")
         conn.execute("VACUUM ANALYZE cronwrap_runs")
         conn.execute("VACUUM ANALYZE cronwrap_tallies")
+        conn.execute("VACUUM ANALYZE cronwrap_day_counts")
 
 
 def main() -> int:

@@ -113,9 +113,10 @@ class Demoter(threading.Thread):
 
 
 def migrations_digest(dialect: str) -> str:
-    """The cache key of a built ledger: cronwrap's schema (its migrations) + the data generator."""
+    """The cache key of a built ledger: cronwrap's schema (its migrations and expansions: a
+    table an expansion keeps is filled by the generator) + the data generator."""
     text = (REPO / "cronwrap" / "ledger" / "sql" / f"{dialect}.sql").read_text()
-    blocks = [b for b in text.split("-- name: ")[1:] if b.startswith("migration")]
+    blocks = [b for b in text.split("-- name: ")[1:] if b.startswith(("migration", "expansion"))]
     generator = re.search(r"^GENERATOR = (\d+)", (HERE / "ledger_data.py").read_text(), re.M)
     return hashlib.sha256(("".join(blocks) + generator.group(1)).encode()).hexdigest()[:10]
 

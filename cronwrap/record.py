@@ -20,25 +20,44 @@ class Record:
     _fields: ClassVar[tuple[str, ...]] = ()
     _defaults: ClassVar[dict[str, Any]] = {}
     _factories: ClassVar[dict[str, Any]] = {}  # field -> callable making a fresh default
+    _field_set: ClassVar[frozenset[str]] = frozenset()
+    _by_dict: ClassVar[bool] = False  # __init__ may set the fields in __dict__ at once
+    _defaulted: ClassVar[bool] = False  # ... and the missing ones from _defaults
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         slots = cls.__dict__.get("__slots__")
         if slots:
             cls._fields = tuple(slots)
-            return
-        names: list[str] = []
-        for klass in reversed(cls.__mro__):
-            for name in klass.__dict__.get("__annotations__", {}):
-                if not name.startswith("_") and name not in names:
-                    names.append(name)
-        cls._fields = tuple(names)
+        else:
+            names: list[str] = []
+            for klass in reversed(cls.__mro__):
+                for name in klass.__dict__.get("__annotations__", {}):
+                    if not name.startswith("_") and name not in names:
+                        names.append(name)
+            cls._fields = tuple(names)
+        cls._field_set = frozenset(cls._fields)
+        # __init__'s shortcut: fields kept in __dict__, set by no __setattr__ of the class's;
+        # for fields left out, defaults that are all fields and no factory
+        cls._by_dict = cls.__dictoffset__ != 0 and all(
+            "__setattr__" not in vars(klass) for klass in cls.__mro__ if klass is not object)
+        cls._defaulted = not cls._factories and cls._defaults.keys() <= cls._field_set
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         names = self._fields
         if len(args) > len(names):
             raise TypeError(f"{type(self).__name__} takes at most {len(names)} fields")
-        kwargs.update(zip(names, args))
+        if args:
+            kwargs.update(zip(names, args))
+        if self._by_dict and (kwargs.keys() == self._field_set if len(kwargs) == len(names)
+                              else self._defaulted and kwargs.keys() <= self._field_set
+                              and self._field_set - kwargs.keys() <= self._defaults.keys()):
+            # every field given or defaulted (no factory): set at once, not one by one (status
+            # builds 10,000 records: this was a third of its time in Python)
+            if len(kwargs) < len(names):
+                self.__dict__.update(self._defaults)
+            self.__dict__.update(kwargs)
+            return
         for name in names:
             if name in kwargs:
                 value = kwargs.pop(name)
@@ -53,6 +72,9 @@ class Record:
             raise TypeError(f"{type(self).__name__}: unknown fields {sorted(kwargs)}")
 
     def asdict(self) -> dict[str, Any]:
+        if self._by_dict:  # the fields as __init__ set them, without a getattr each
+            found = self.__dict__
+            return {name: found[name] for name in self._fields}
         return {name: getattr(self, name) for name in self._fields}
 
     def replace(self, **changes: Any) -> Any:

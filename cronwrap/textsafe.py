@@ -23,4 +23,6 @@ def _visible(match: re.Match[str]) -> str:
 def safe_text(text: str, lines: bool = False) -> str:
     """``text`` with every control character shown as ``\\xNN``; with ``lines``, newline, tab
     and CRLF are kept (output tails, ``logs`` on a terminal)."""
+    if text.isascii() and text.isprintable():  # no control character: most text, at once
+        return text
     return (_CONTROLS_IN_LINES if lines else _CONTROLS).sub(_visible, text)

@@ -612,9 +612,12 @@ def _keep_or(name: str, value: int) -> str:
     return f"set_config('{name}', CASE WHEN {current} = '0' THEN '{value}' ELSE {current} END, true)"
 
 
+# jit off: cronwrap's statements are short, and the planner's cost of status's window counts
+# over 5,000 jobs (expansion 7, one index range per job) crosses jit_above_cost, where
+# compiling took ~40 ms of a ~90 ms statement (bench/results.md, issue 24 section 3).
 _SESSION_SETTINGS = (f"SELECT {_keep_or('statement_timeout', STATEMENT_TIMEOUT_MS)}, "
                      f"{_keep_or('idle_in_transaction_session_timeout', IDLE_IN_TRANSACTION_MS)}, "
-                     "now() AS now")
+                     "set_config('jit', 'off', true), now() AS now")
 
 # Connection failures worth waiting for, by what libpq or the server says (a failed connection
 # carries no SQLSTATE in psycopg): a full server or pooler, one starting up, shutting down or

@@ -12,7 +12,7 @@ from cronwrap import jsontext
 from cronwrap.errors import LedgerError
 from cronwrap.errors import PathError
 from cronwrap.ledger import sql
-from cronwrap.ledger.sqlcore import SqlLedger
+from cronwrap.ledger.sqlcore import DAY, SqlLedger
 from cronwrap.model import DURATION_BUCKETS
 from cronwrap.paths import check_existing, open_private
 from cronwrap.record import TYPE_CHECKING
@@ -210,7 +210,13 @@ class SqliteLedger(SqlLedger):
         return dict(row) if row is not None else None
 
     def _fetchall(self, cur: sqlite3.Cursor) -> list[Row]:
-        return [dict(r) for r in cur.fetchall()]
+        # dict(row) asks each row for its keys and looks each value up by name: a third of
+        # the time of 5,000 rows read for status; the names once, zipped with each row's values.
+        rows = cur.fetchall()
+        if not rows:
+            return []
+        names = rows[0].keys()
+        return [dict(zip(names, r)) for r in rows]
 
     def _db_now(self, cur: sqlite3.Cursor) -> float:
         return self.clock()
@@ -220,6 +226,13 @@ class SqliteLedger(SqlLedger):
 
     def _time(self, value: float) -> datetime:
         return datetime.fromtimestamp(value, timezone.utc)
+
+    def _day_of(self, t: datetime) -> int:
+        # The triggers' CAST(created_at / 86400 AS INTEGER), computed the same way.
+        return int(t.timestamp() / DAY)
+
+    def _day(self, number: int) -> int:
+        return number
 
     def _ids(self, ids: list[int]) -> str:
         return jsontext.dumps(ids)  # read back with json_each: SQLite has no array parameters

@@ -17,6 +17,7 @@ from cronwrap.model import (BAD_STATUSES, DONE_STATUSES, FORMAT_VERSION, JobSumm
                             memory_text, shown_job, usage_text)
 from cronwrap.options.durations import format_duration
 from cronwrap.read.table import Cell, Screen, render_table, render_text
+from cronwrap.read.table import cell as plain_cell
 from cronwrap.record import TYPE_CHECKING, Record
 from cronwrap.textsafe import safe_text
 
@@ -178,9 +179,10 @@ def job_reports(ledger: base.Ledger, since: datetime, names: list[str] | None,
     used = {r.run_id: r for r in ledger.with_usage([s.last_run for s in summaries
                                                      if s.last_run is not None])}
     for summary in summaries:
-        if summary.last_run is not None:
-            summary = summary.replace(last_run=used.get(summary.last_run.run_id,
-                                                        summary.last_run))
+        if summary.last_run is not None \
+                and (run := used.get(summary.last_run.run_id, summary.last_run)) \
+                is not summary.last_run:
+            summary = summary.replace(last_run=run)  # with its usage
         key = (summary.schedule, summary.tz, summary.last_slot)
         if key not in known:
             known[key] = schedule_state(summary, now)
@@ -406,7 +408,7 @@ def cell(value: object, style: str = "") -> Cell:
     """Text for a person from anything the ledger holds: control characters escaped
     (textsafe), in a ``table.Cell``, which is never read as markup: ``[red]`` or ``:smile:``
     in a job name or a host is shown as written."""
-    return Cell([(safe_text(str(value)), "")], style)
+    return plain_cell(safe_text(value if type(value) is str else str(value)), style)
 
 
 def _cells(*values: str | Cell) -> list[Cell]:

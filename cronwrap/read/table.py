@@ -100,7 +100,12 @@ class Cell:
 
 
 def cell(text: str, style: str = "") -> Cell:
-    return Cell([(text, "")], style)
+    """One piece of text, unstyled but for the whole cell's ``style``: ``Cell([(text, "")],
+    style)`` made without its loops (a fleet's table makes tens of thousands)."""
+    made = Cell.__new__(Cell)
+    made.pieces, made.style, made.plain, made.spans = [(text, "")], style, text, []
+    made.width = len(text) if text.isascii() else cell_width(text)
+    return made
 
 
 def cell_width(text: str) -> int:

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.postgres
 TABLES = {"cronwrap_jobs", "cronwrap_meta", "cronwrap_runs", "cronwrap_tallies",
           "cronwrap_duration_buckets", "cronwrap_duration_tallies", "cronwrap_attempts",
           "cronwrap_pauses", "cronwrap_alerts", "cronwrap_alert_sends", "cronwrap_steps",
-          "cronwrap_usage"}
+          "cronwrap_usage", "cronwrap_day_counts", "cronwrap_day_other_counts"}
 
 
 def server(pg_dsn: str) -> dict[str, str]:

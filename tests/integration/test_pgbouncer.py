@@ -42,9 +42,11 @@ def test_db_init_through_pgbouncer_creates_the_schema_and_again_changes_nothing(
         (version,) = conn.execute(
             "SELECT value FROM cronwrap_meta WHERE key = 'schema_version'").fetchone()
     assert tables == ["cronwrap_alert_sends", "cronwrap_alerts", "cronwrap_attempts",
-                      "cronwrap_duration_buckets", "cronwrap_duration_tallies", "cronwrap_jobs",
-                      "cronwrap_meta", "cronwrap_pauses", "cronwrap_runs", "cronwrap_steps",
-                      "cronwrap_tallies", "cronwrap_usage"]
+                      "cronwrap_day_counts", "cronwrap_day_other_counts",
+                      "cronwrap_duration_buckets",
+                      "cronwrap_duration_tallies", "cronwrap_jobs", "cronwrap_meta",
+                      "cronwrap_pauses", "cronwrap_runs", "cronwrap_steps", "cronwrap_tallies",
+                      "cronwrap_usage"]
     assert int(version) >= 1
 
 

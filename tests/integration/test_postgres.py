@@ -124,7 +124,9 @@ def test_schema_creation_raced_by_eight_hosts_creates_one_schema(pg_dsn):
                               "c.relname LIKE 'cronwrap%' ORDER BY 2").fetchall()
         meta = conn.execute("SELECT key, value FROM cronwrap_meta").fetchall()
     assert tables == [("public", "cronwrap_alert_sends"), ("public", "cronwrap_alerts"),
-                      ("public", "cronwrap_attempts"), ("public", "cronwrap_duration_buckets"),
+                      ("public", "cronwrap_attempts"), ("public", "cronwrap_day_counts"),
+                      ("public", "cronwrap_day_other_counts"),
+                      ("public", "cronwrap_duration_buckets"),
                       ("public", "cronwrap_duration_tallies"), ("public", "cronwrap_jobs"),
                       ("public", "cronwrap_meta"), ("public", "cronwrap_pauses"),
                       ("public", "cronwrap_runs"), ("public", "cronwrap_steps"),
@@ -157,8 +159,9 @@ def test_session_settings_and_an_operators_own_options(pg_dsn):
             return next(iter(cur.fetchone().values()))
 
     led = PostgresLedger(pg_dsn)
-    names = ("statement_timeout", "idle_in_transaction_session_timeout", "application_name")
-    assert [setting(led, n) for n in names] == ["15s", "10s", "cronwrap"]
+    names = ("statement_timeout", "idle_in_transaction_session_timeout", "application_name",
+             "jit")
+    assert [setting(led, n) for n in names] == ["15s", "10s", "cronwrap", "off"]
     with led._connection() as conn:  # set for each transaction only: nothing left in the session
         assert conn.execute("SHOW statement_timeout").fetchone()["statement_timeout"] == "0"
     led.close()

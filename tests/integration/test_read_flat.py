@@ -321,7 +321,7 @@ def test_postgres_an_expansion_refreshes_the_statistics(pg_big, cw):
                                    "WHERE key = 'expansion'").fetchall()
         conn.execute("UPDATE cronwrap_meta SET value = %s WHERE key = 'expansion'",
                      (str(int(level) - 1),))
-        conn.execute("DROP TABLE cronwrap_usage")  # what it adds
+        conn.execute("DROP TABLE cronwrap_day_counts")  # what it adds
     assert _reltuples(pg_big) < BIG
     from cronwrap.ledger.postgres import PostgresLedger
 

@@ -621,3 +621,47 @@ def test_what_a_tree_used_is_kept_per_attempt_beside_the_previous_release(
             conn.execute("DELETE FROM cronwrap_runs")
             left = conn.execute("SELECT count(*) FROM cronwrap_usage").fetchone()[0]
     assert left == 0
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres",
+                                                            marks=pytest.mark.postgres)])
+def test_the_window_s_counts_stay_exact_beside_the_previous_release(
+        backend, previous, home, tmp_path, request):
+    """Issue 24 §3 on an upgraded ledger: the runs the previous release wrote before the
+    upgrade are counted by expansion 7 itself, and what it writes after (a run, a failure, a
+    retry by hand that rewrites a failed slot, its prune's deletes) moves the counts by the
+    triggers, beside this release's own runs: the kept counts equal the rows, and so do
+    status's counts."""
+    from datetime import datetime, timedelta, timezone
+
+    from tests.integration.test_status_counts import Direct
+
+    new, old = wrappers(home, previous)
+    db = request.getfixturevalue("pg_dsn") if backend == "postgres" else \
+        f"sqlite://{tmp_path / 'ledger.db'}"
+    old("db", "init", "--db", db, check_rc=0)
+    old("run", "--db", db, "-n", "before", "--", "true", check_rc=0)
+    old("run", "--db", db, *COMPAT_JOB, "--date", "2026-03-01", "--", "false", check_rc=1)
+    new("db", "upgrade", "--db", db, check_rc=0)
+    old("run", "--db", db, *COMPAT_JOB, "--date", "2026-03-02", "--", "false", check_rc=1)
+    old("run", "--db", db, *COMPAT_JOB, "--date", "2026-03-01", "--", "true", check_rc=0)
+    new("run", "--db", db, *COMPAT_JOB, "--date", "2026-03-02", "--", "true", check_rc=0)
+    new("run", "--db", db, "-n", "before", "--force", "--", "false", check_rc=1)
+    for cw, date in ((old, "2026-03-01"), (new, "2026-03-02"), (old, "2026-03-03")):
+        cw("run", "--db", db, "-n", "pruned", *COMPAT_JOB[2:], "--date", date, "--", "true",
+           check_rc=0)
+    time.sleep(1.1)
+    old("prune", "--older-than", "1s", "--keep-last", "1", "--db", db, check_rc=0)
+    direct = Direct(backend, db if backend == "postgres" else tmp_path / "ledger.db")
+    ledger = ledger_of(db)
+    try:
+        assert direct.kept() == direct.by_day() and direct.kept()
+        since = datetime.now(timezone.utc) - timedelta(days=7)
+        assert {s.job: s.counts for s in ledger.summaries(since) if s.counts} == \
+            direct.window(since.timestamp())
+        assert len(ledger.runs("pruned")) == 1  # the previous release's prune deleted two
+        assert {(job, status) for (_, job, status, _) in direct.kept()} == {
+            ("before", "failed"), ("compat", "succeeded"), ("pruned", "succeeded")}
+    finally:
+        ledger.close()
+        direct.close()

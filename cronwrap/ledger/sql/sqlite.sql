@@ -277,6 +277,134 @@ BEGIN
   DELETE FROM usage WHERE run_id = OLD.id;
 END;
 
+-- name: expansion_7
+-- The --since window's counts kept as runs are written (issue 24 section 3), as postgres.sql's
+-- expansion_7 says: per job and UTC day of a row's creation (whole days since the epoch), the
+-- rows that hold an end (every status but running and pending), one column per end this
+-- release knows, and any other status (a newer release's) in day_other_counts. Triggers keep
+-- them exact whichever cronwrap writes the row: a row inserted with an end adds one, a row
+-- whose status changes moves its count (a retry or a claim of a skipped slot takes one away,
+-- the finish adds one under the new status), a deleted row (prune) takes its one away, and a
+-- day whose counts all reach 0 is deleted. The claim's own writes (a row inserted pending,
+-- pending to running, a takeover, a lease renewal) do nothing: the WHEN clauses. The rows
+-- already in runs are counted once here. status sums whole days from them and reads only the
+-- first, partial day of its window from runs (window_counts).
+CREATE TABLE IF NOT EXISTS day_counts (
+  job TEXT NOT NULL,
+  day INTEGER NOT NULL,
+  succeeded INTEGER NOT NULL DEFAULT 0,
+  warning INTEGER NOT NULL DEFAULT 0,
+  failed INTEGER NOT NULL DEFAULT 0,
+  timeout INTEGER NOT NULL DEFAULT 0,
+  killed INTEGER NOT NULL DEFAULT 0,
+  skipped INTEGER NOT NULL DEFAULT 0,
+  missed INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (job, day)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS day_other_counts (
+  job TEXT NOT NULL,
+  day INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  runs INTEGER NOT NULL,
+  PRIMARY KEY (job, day, status)
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO day_counts (job, day, succeeded, warning, failed, timeout, killed,
+                                  skipped, missed)
+SELECT job, CAST(created_at / 86400 AS INTEGER), sum(status = 'succeeded'),
+  sum(status = 'warning'), sum(status = 'failed'), sum(status = 'timeout'),
+  sum(status = 'killed'), sum(status = 'skipped'), sum(status = 'missed')
+FROM runs
+WHERE status IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped', 'missed')
+GROUP BY 1, 2;
+INSERT OR IGNORE INTO day_other_counts (job, day, status, runs)
+SELECT job, CAST(created_at / 86400 AS INTEGER), status, count(*) FROM runs
+WHERE status NOT IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped', 'missed',
+                     'running', 'pending')
+GROUP BY 1, 2, 3;
+-- day_moves is a view nothing reads: inserting into it (a count's move, +1 or -1) is the one
+-- body the four triggers call.
+CREATE VIEW IF NOT EXISTS day_moves AS
+SELECT job, day, 'status' AS status, 0 AS n FROM day_counts WHERE 0;
+CREATE TRIGGER IF NOT EXISTS day_moved INSTEAD OF INSERT ON day_moves
+BEGIN
+  INSERT INTO day_counts (job, day, succeeded, warning, failed, timeout, killed, skipped,
+                          missed)
+  SELECT NEW.job, NEW.day, NEW.n * (NEW.status = 'succeeded'), NEW.n * (NEW.status = 'warning'),
+    NEW.n * (NEW.status = 'failed'), NEW.n * (NEW.status = 'timeout'),
+    NEW.n * (NEW.status = 'killed'), NEW.n * (NEW.status = 'skipped'),
+    NEW.n * (NEW.status = 'missed')
+  WHERE NEW.status IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped', 'missed')
+  ON CONFLICT (job, day) DO UPDATE SET succeeded = succeeded + excluded.succeeded,
+    warning = warning + excluded.warning, failed = failed + excluded.failed,
+    timeout = timeout + excluded.timeout, killed = killed + excluded.killed,
+    skipped = skipped + excluded.skipped, missed = missed + excluded.missed;
+  INSERT INTO day_other_counts (job, day, status, runs)
+  SELECT NEW.job, NEW.day, NEW.status, NEW.n
+  WHERE NEW.status NOT IN ('succeeded', 'warning', 'failed', 'timeout', 'killed', 'skipped',
+                           'missed')
+  ON CONFLICT (job, day, status) DO UPDATE SET runs = runs + excluded.runs;
+  DELETE FROM day_counts
+  WHERE NEW.n < 0 AND job = NEW.job AND day = NEW.day AND succeeded = 0 AND warning = 0
+    AND failed = 0 AND timeout = 0 AND killed = 0 AND skipped = 0 AND missed = 0;
+  DELETE FROM day_other_counts
+  WHERE NEW.n < 0 AND job = NEW.job AND day = NEW.day AND status = NEW.status AND runs <= 0;
+END;
+CREATE TRIGGER IF NOT EXISTS runs_day_inserted AFTER INSERT ON runs
+WHEN NEW.status NOT IN ('running', 'pending')
+BEGIN
+  INSERT INTO day_moves VALUES (NEW.job, CAST(NEW.created_at / 86400 AS INTEGER), NEW.status, 1);
+END;
+CREATE TRIGGER IF NOT EXISTS runs_day_left AFTER UPDATE OF status, job, created_at ON runs
+WHEN OLD.status NOT IN ('running', 'pending') AND (NEW.status IS NOT OLD.status
+  OR NEW.job IS NOT OLD.job OR NEW.created_at IS NOT OLD.created_at)
+BEGIN
+  INSERT INTO day_moves VALUES (OLD.job, CAST(OLD.created_at / 86400 AS INTEGER), OLD.status, -1);
+END;
+CREATE TRIGGER IF NOT EXISTS runs_day_entered AFTER UPDATE OF status, job, created_at ON runs
+WHEN NEW.status NOT IN ('running', 'pending') AND (NEW.status IS NOT OLD.status
+  OR NEW.job IS NOT OLD.job OR NEW.created_at IS NOT OLD.created_at)
+BEGIN
+  INSERT INTO day_moves VALUES (NEW.job, CAST(NEW.created_at / 86400 AS INTEGER), NEW.status, 1);
+END;
+CREATE TRIGGER IF NOT EXISTS runs_day_pruned AFTER DELETE ON runs
+WHEN OLD.status NOT IN ('running', 'pending')
+BEGIN
+  INSERT INTO day_moves VALUES (OLD.job, CAST(OLD.created_at / 86400 AS INTEGER), OLD.status, -1);
+END;
+
+-- name: window_counts
+-- The --since window's rows by job with expansion 7: one row per job from its whole days in
+-- day_counts (status NULL), one from the window's first day in runs (its part inside the
+-- window added to the days after it, or, when that part is the bigger one, its part before the
+-- window taken from the whole day: :sign; others: the statuses this release does not know, as
+-- a JSON list), and rows of one status (n) for the other statuses' whole days and for each
+-- running row (through runs_running by name: left to itself, SQLite walks all of
+-- runs_job_created for them). Each range is read per job along its index, in the jobs' order
+-- (no sort), and the first day's rows are filtered by the triggers' own day expression, so a
+-- row on a day's edge is counted on the day they count it. At most half a day of a job's
+-- runs is read, whatever the window's size; ledger.sqlcore sums the rows.
+SELECT j.name AS job, NULL AS status, NULL AS n, sum(d.succeeded) AS succeeded,
+  sum(d.warning) AS warning, sum(d.failed) AS failed, sum(d.timeout) AS timeout,
+  sum(d.killed) AS killed, sum(d.skipped) AS skipped, sum(d.missed) AS missed, NULL AS others
+FROM jobs j CROSS JOIN day_counts d ON d.job = j.name AND d.day >= :from_day
+GROUP BY j.name
+UNION ALL
+SELECT j.name, NULL, :sign, sum(r.status = 'succeeded'), sum(r.status = 'warning'),
+  sum(r.status = 'failed'), sum(r.status = 'timeout'), sum(r.status = 'killed'),
+  sum(r.status = 'skipped'), sum(r.status = 'missed'),
+  json_group_array(r.status) FILTER (WHERE r.status NOT IN ('succeeded', 'warning', 'failed',
+    'timeout', 'killed', 'skipped', 'missed'))
+FROM jobs j CROSS JOIN runs r
+  ON r.job = j.name AND r.created_at >= :lo AND r.created_at < :hi
+WHERE r.status NOT IN ('running', 'pending') AND CAST(r.created_at / 86400 AS INTEGER) = :edge_day
+GROUP BY j.name
+UNION ALL
+SELECT job, status, runs, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM day_other_counts WHERE day >= :from_day
+UNION ALL
+SELECT job, status, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM runs INDEXED BY runs_running WHERE status = 'running' AND created_at >= :since
+
 -- name: record_usage
 INSERT INTO usage (run_id, attempt, cpu_user_ms, cpu_system_ms, max_rss_kb)
 VALUES (:id, :attempt, :cpu_user_ms, :cpu_system_ms, :max_rss_kb)
@@ -484,16 +612,20 @@ SELECT run_key, scheduled_at,
 FROM runs WHERE job = :job AND scheduled_at >= :since
 
 -- name: overview
--- One row per job with its last run (skips are not runs) and its last success.
-SELECT j.*,
-  (SELECT r.id FROM runs r WHERE r.job = j.name AND r.status <> 'skipped'
-   ORDER BY r.id DESC LIMIT 1) AS last_run_id,
-  (SELECT r.finished_at FROM runs r WHERE r.job = j.name AND r.status = 'succeeded'
-   ORDER BY r.id DESC LIMIT 1) AS last_success_at
-FROM jobs j ORDER BY j.name
-
--- name: runs_by_ids
-SELECT * FROM runs WHERE id IN (SELECT value FROM json_each(:ids))
+-- One row per job with its last run's row (skips are not runs; all NULL without one) and its
+-- last success: the last run itself when it succeeded (no run after it but skips), else
+-- looked up (a second index descent only for the jobs whose last run did not succeed). One
+-- statement: reading the last runs again by id was a second lookup a job (issue 24).
+SELECT j.name, j.schedule, j.tz, j.key_template, j.settings, j.first_seen, j.last_seen,
+  j.last_slot,
+  CASE WHEN r.status = 'succeeded' THEN r.finished_at
+       ELSE (SELECT s.finished_at FROM runs s WHERE s.job = j.name AND s.status = 'succeeded'
+             ORDER BY s.id DESC LIMIT 1) END AS last_success_at,
+  r.*
+FROM jobs j LEFT JOIN runs r ON r.id = (
+  SELECT x.id FROM runs x WHERE x.job = j.name AND x.status <> 'skipped'
+  ORDER BY x.id DESC LIMIT 1)
+ORDER BY j.name
 
 -- name: all_running
 -- No ORDER BY: with one, SQLite scans the table in id order instead of using runs_running.
