@@ -37,12 +37,13 @@ if os.environ.get("CI") == "true":
     settings.load_profile("ci")
 
 # -- signals as a terminal leaves them -----------------------------------------------------------
-# A suite started in the background of a non-interactive shell (`bash tests/run.sh &`, nohup)
-# inherits SIGINT and SIGQUIT ignored (POSIX: asynchronous lists), and so would every job it
-# starts, since an ignored signal stays ignored across exec: `--signal INT` would then never
-# end a job, nor a forwarded Ctrl-C reach one. The tests assume what a terminal or cron gives.
+# A suite started in the background of a non-interactive shell (`bash tests/run.sh &`)
+# inherits SIGINT and SIGQUIT ignored (POSIX: asynchronous lists), one started by nohup SIGHUP
+# ignored, and so would every job it starts, since an ignored signal stays ignored across
+# exec: `--signal INT` would then never end a job, nor a forwarded Ctrl-C or HUP reach one.
+# The tests assume what a terminal or cron gives.
 for _signum, _handler in ((signal.SIGINT, signal.default_int_handler),
-                          (signal.SIGQUIT, signal.SIG_DFL)):
+                          (signal.SIGQUIT, signal.SIG_DFL), (signal.SIGHUP, signal.SIG_DFL)):
     if signal.getsignal(_signum) is signal.SIG_IGN:
         signal.signal(_signum, _handler)
 
