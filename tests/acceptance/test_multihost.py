@@ -64,10 +64,13 @@ def test_sigkilled_runner_is_taken_over_after_its_lease(hosts, tmp_path):
     killed_at = time.monotonic()
     assert b("run", "-n", "k", "--lease", "4", "--skip-exit-code", "99", "--", "true").returncode == 99
     while b("run", "-n", "k", "--lease", "4", "--skip-exit-code", "99", "--", "true").returncode == 99:
-        assert time.monotonic() - killed_at < 10, "never taken over"
+        assert time.monotonic() - killed_at < 30, "never taken over"
         time.sleep(0.1)
     took = time.monotonic() - killed_at
-    assert took < 4 + 3  # lease + 1 s is the budget; bench/ measures it
+    # Taken over once the 4 s lease has run out, not when the job's 60 s would have ended. The
+    # budget (lease + 1 s) is bench/'s takeover row: here each of b's firings takes up to ~1.5 s
+    # on a loaded machine (9.9 s was seen in a clean clone's suite, 8.1 s through PgBouncer).
+    assert took < 4 + 11
     (run,) = ledger_runs(b, "k")
     assert (run["host"], run["attempt"], run["status"]) == ("b", 2, "succeeded")
     assert run["fence"] > first_fence
