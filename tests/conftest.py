@@ -36,6 +36,30 @@ settings.register_profile(
 if os.environ.get("CI") == "true":
     settings.load_profile("ci")
 
+# -- no test signals its own process group -----------------------------------------------------
+# os.kill(0) and os.killpg(0) (or 1, or a negative number) signal the caller's own process
+# group or every process it may: the whole suite, its workers and their parent, which then
+# stop without a word (a holder record read before it named the job gave a JOB_PID of 0, and
+# a clean clone's run twice stopped at 79%). The tests' own calls are refused instead.
+_kill, _killpg = os.kill, os.killpg
+
+
+def _kill_one(pid: int, sig: int) -> None:
+    if pid <= 1:
+        raise AssertionError(f"a test called os.kill({pid}, {sig}): that signals its own "
+                             "process group or every process, not one process")
+    _kill(pid, sig)
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    if pgid <= 1:
+        raise AssertionError(f"a test called os.killpg({pgid}, {sig}): that signals its own "
+                             "process group, not the job's")
+    _killpg(pgid, sig)
+
+
+os.kill, os.killpg = _kill_one, _kill_group
+
 # -- signals as a terminal leaves them -----------------------------------------------------------
 # A suite started in the background of a non-interactive shell (`bash tests/run.sh &`)
 # inherits SIGINT and SIGQUIT ignored (POSIX: asynchronous lists), one started by nohup SIGHUP

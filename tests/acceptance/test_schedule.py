@@ -281,7 +281,7 @@ def test_a_dead_runners_slot_is_run_again_by_the_next_firing(clocked, seen, tmp_
     import time
 
     from tests.acceptance.conftest import same_minute, wait_for
-    from tests.conftest import lock_holder
+    from tests.conftest import job_holder
 
     job, read = seen
     every = ["-n", "t", "--schedule", "* * * * *", "--tz", "UTC", "--lease", "2"]
@@ -290,7 +290,10 @@ def test_a_dead_runners_slot_is_run_again_by_the_next_firing(clocked, seen, tmp_
     ready = tmp_path / "ready"
     first = clocked.popen("run", *every, "--", "sh", "-c", f"touch {ready}; exec sleep 60")
     wait_for(ready.exists, what="the first runner's job")
-    wrapper, _, job_pid, _ = lock_holder(clocked.home, "t")
+    # job_holder, not lock_holder: the job says it is ready a moment before its wrapper names
+    # it in the holder record, and os.killpg(0) would kill this test's own process group: the
+    # whole suite (seen twice as a run that stopped at 79% without a word).
+    wrapper, _, job_pid, _ = job_holder(clocked.home, "t")
     os.kill(wrapper, signal.SIGKILL)
     try:
         os.killpg(job_pid, signal.SIGKILL)
