@@ -59,7 +59,8 @@ def run_command(args: list[str]) -> int:
     # classes and functions live to the exit), ~3 ms of CPU a firing (the A/B figures are in
     # bench/results.md, issue 24). What is loaded then is frozen out of later collections,
     # and collection resumes before the firing's own work (runner.run), which may last for
-    # days beside a long job.
+    # days beside a long job: after 10,000 new objects rather than 700, so that a firing of
+    # a short job (~1,500) sets off none (two were ~0.2 ms).
     gc.disable()
     try:
         from cronwrap.options.runargs import parse_run_args, with_config
@@ -77,6 +78,7 @@ def run_command(args: list[str]) -> int:
             from cronwrap.run import runner
     finally:
         gc.freeze()
+        gc.set_threshold(10_000)
         gc.enable()
     environ = dict(os.environ)
     status = dryrun.run(spec, environ) if spec.dry_run else runner.run(spec, environ)

@@ -118,7 +118,7 @@ def freeze(venv: Path, out: Path) -> Path:
     work.mkdir(parents=True, exist_ok=True)
     spec = work / "cronwrap.spec"
     spec.write_text(SPEC.format(collect_submodules=COLLECT_SUBMODULES,
-                                entry=str(PACKAGING / "entry.py"), exclude=EXCLUDE,
+                                entry=str(PACKAGING / "bin" / "cronwrap"), exclude=EXCLUDE,
                                 dropped=DROPPED_RUNTIME_HOOKS))
     # from outside the checkout, so that the installed package is analysed, not ./cronwrap
     run(venv / "bin" / "pyinstaller", "--noconfirm", "--log-level", "WARN", "--distpath", dist,

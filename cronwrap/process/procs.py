@@ -588,7 +588,7 @@ def _posix_spawn(argv: list[str], env: dict[str, str], stdout: int, stderr: int,
     defaults = (signal.SIGPIPE, signal.SIGXFSZ)
     name = argv[0]
     candidates = [name] if "/" in name else [
-        os.path.join(directory or ".", name) for directory in os.get_exec_path(env)]
+        os.path.join(directory or ".", name) for directory in exec_path(env)]
     refused: OSError | None = None
     for candidate in candidates:
         if len(candidates) > 1 and not os.path.exists(candidate):
@@ -608,6 +608,13 @@ def _posix_spawn(argv: list[str], env: dict[str, str], stdout: int, stderr: int,
     if refused is not None:
         raise refused
     raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+
+
+def exec_path(env: dict[str, str]) -> list[str]:
+    """The directories execvp(3) searches, from ``env``'s PATH: ``os.get_exec_path`` without
+    its ``import warnings`` (0.5 ms of the keeper's, between its fork and the job's spawn)."""
+    path = env.get("PATH")
+    return (os.defpath if path is None else path).split(os.pathsep)
 
 
 def find_executable(name: str, path: str) -> str | None:

@@ -104,7 +104,7 @@ def _prune_default(log_dir: str, age: float, now: float) -> int:
         job_dirs = [e.path for e in os.scandir(log_dir) if e.is_dir(follow_symlinks=False)]
     except OSError:
         job_dirs = []
-    files = sum(prune_outputs(d, age, now) for d in job_dirs)
+    files = sum(prune_outputs(d, age, now)[0] for d in job_dirs)
     prune_event_logs(log_dir, age, now)
     return files
 

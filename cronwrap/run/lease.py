@@ -22,6 +22,11 @@ class Heartbeat:
     this wrapper SIGSTOPped). The second check runs in a watchdog thread of its own, so a
     renewal stuck on a server that stopped answering cannot delay it. A renewal counts from
     when it was sent: the database computed the new lease no earlier than that.
+
+    The renewing thread starts the watchdog at what would have been the watchdog's first
+    look, before its own first renewal: a job that ends sooner (most cron jobs) costs one
+    thread, not two (~0.35 ms of a firing, issue 24). Neither depends on the wrapper's main
+    thread, which may be stuck on the job's output.
     """
 
     def __init__(self, ledger: base.Ledger, run: Run, lease: float,
@@ -29,16 +34,21 @@ class Heartbeat:
         self.ledger, self.run_row, self.lease, self.supervisor = ledger, run, lease, supervisor
         self.stopped = threading.Event()
         self.lost = False
-        self.last_ok = time.monotonic()
+        self.last_ok = self.claimed = time.monotonic()
+        self.look_every = min(lease / 10, 1.0)  # the watchdog's
         self.threads = [threading.Thread(target=self._renew, daemon=True, name="cronwrap-lease"),
                         threading.Thread(target=self._watch, daemon=True, name="cronwrap-watch")]
 
     def start(self) -> None:
-        for thread in self.threads:
-            thread.start()
+        self.threads[0].start()  # the renewer, which starts the watchdog
 
     def _renew(self) -> None:
-        while not self.stopped.wait(self.lease / 3):
+        if self.stopped.wait(self.look_every):
+            return
+        self.threads[1].start()
+        wait = max(self.claimed + self.lease / 3 - time.monotonic(), 0.0)  # from the claim
+        while not self.stopped.wait(wait):
+            wait = self.lease / 3
             sent = time.monotonic()
             try:
                 # a full server is waited for until the next renewal is due: the lease
@@ -50,7 +60,7 @@ class Heartbeat:
                 pass  # the watchdog decides when the lease must have expired
 
     def _watch(self) -> None:
-        while not self.stopped.wait(min(self.lease / 10, 1.0)):
+        while not self.stopped.wait(self.look_every):
             if time.monotonic() - self.last_ok >= self.lease:
                 return self._lose()
 

@@ -151,7 +151,7 @@ def test_timestamps_cover_a_truncated_capture_s_tail_and_go_with_its_output(cw, 
     assert (lines[-1][0] - lines[-2][0]).total_seconds() >= 0.15  # the tail's own times
     [capture] = (home / "logs" / "big").glob("*.log")
     times = capture.with_suffix(".times")
-    for old in (capture, times):
+    for old in (capture, times, capture.parent / ".oldest"):  # the marker: the oldest file's date
         os.utime(old, (0, 0))
     cw("run", "-n", "big", "--force", "--keep-logs", "1d", "--", "true", check_rc=0)
     assert not capture.exists() and not times.exists()

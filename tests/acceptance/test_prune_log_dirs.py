@@ -172,3 +172,46 @@ def test_a_recorded_log_dir_that_is_not_absolute_or_not_json_is_ignored(cw, home
             db.execute("UPDATE jobs SET settings = ?", (settings,))
         assert b"and 0 log files" in cw("prune", "--older-than", "90d", check_rc=0).stdout
         assert old.exists()
+
+
+# ---- --keep-logs after each run: the job's directory is looked through only when due -------
+
+
+def test_keep_logs_looks_through_a_job_s_files_only_once_its_oldest_is_due(cw, tmp_path):
+    """After a firing, NAME/.oldest carries the date of the oldest file it kept; while that is
+    within --keep-logs (plus 1%), the next firings read no file of the directory. A file
+    planted with an old date waits for the marker; once the marker is due, it goes."""
+    logs = tmp_path / "applogs"
+    first, second = run_twice(cw, "j", logs)
+    mark = logs / "j" / ".oldest"
+    assert mark.is_file() and not mark.is_symlink()
+    assert abs(mark.stat().st_mtime - first.stat().st_mtime) < 1  # the oldest one kept
+    planted = logs / "j" / "7.1.log"
+    planted.write_text("old\n")
+    age(planted)
+    cw("run", "-n", "j", "--force", "--keep-logs", "90d", "--log-dir", str(logs), "--", "true",
+       check_rc=0)
+    assert planted.exists()  # not looked for: the marker said nothing was due
+    os.utime(mark, (OLD + 3600, OLD + 3600))  # as if 7.1.log had been there all along
+    cw("run", "-n", "j", "--force", "--keep-logs", "90d", "--log-dir", str(logs), "--", "true",
+       check_rc=0)
+    assert not planted.exists() and first.exists() and second.exists()
+    assert abs(mark.stat().st_mtime - first.stat().st_mtime) < 1
+
+
+def test_keep_logs_never_dates_a_file_through_a_planted_marker_symlink(cw, tmp_path):
+    """A marker that is not a regular file is no marker: it is left alone, and each firing
+    looks through the directory as if there were none."""
+    logs = tmp_path / "applogs"
+    old, new = run_twice(cw, "j", logs)
+    target = tmp_path / "precious"
+    target.write_text("keep my date\n")
+    age(target)
+    mark = logs / "j" / ".oldest"
+    mark.unlink()
+    mark.symlink_to(target)
+    age(old)
+    cw("run", "-n", "j", "--force", "--keep-logs", "1d", "--log-dir", str(logs), "--", "true",
+       check_rc=0)
+    assert target.read_text() == "keep my date\n" and abs(target.stat().st_mtime - OLD) < 1
+    assert mark.is_symlink() and not old.exists() and new.exists()

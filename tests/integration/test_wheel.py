@@ -19,7 +19,7 @@ def test_the_wheel_holds_every_module_the_sql_and_py_typed(tmp_path: Path) -> No
                     ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
-    for folder in ("man", "completions"):
+    for folder in ("man", "completions", "packaging/bin"):
         shutil.copytree(REPO / folder, source / folder)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
                     "--disable-pip-version-check", str(source), "-w", str(tmp_path)],
@@ -34,6 +34,8 @@ def test_the_wheel_holds_every_module_the_sql_and_py_typed(tmp_path: Path) -> No
     assert data == {"share/man/man1/cronwrap.1", "share/man/man5/cronwrap.toml.5",
                     "share/bash-completion/completions/cronwrap",
                     "share/fish/vendor_completions.d/cronwrap.fish"}, data
+    scripts = {name.split(".data/scripts/", 1)[1] for name in shipped if ".data/scripts/" in name}
+    assert scripts == {"cronwrap"}, scripts  # packaging/bin/cronwrap, no entry point launcher
 
     # installed (pip install ., not editable) with its dependencies as pinned, without the
     # postgres extra: a SQLite-only host

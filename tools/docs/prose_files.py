@@ -143,7 +143,10 @@ FILES_ENTRIES: tuple[Block, ...] = (
      f"omitted, then the last {size_text(runlog.TAIL_LIMIT)}, so a runaway job fills neither "
      f"the disk nor the wrapper's memory. Its last {size_text(runlog.ERROR_TAIL)} also go into "
      "the ledger row, which `history` shows for the latest failed run. A job's files older "
-     "than `--keep-logs` are removed after each of its runs."),
+     "than `--keep-logs` are removed after its runs: its directory is looked through once "
+     f"its oldest file is {round((runlog.TIDY_LATE - 1) * 100)}% past `--keep-logs` (within "
+     "7.2 hours under 30d), not at every firing, and `.oldest` in it carries that file's "
+     "date."),
     (placeholders("STATE/outbox/"),
      "Results that could not be recorded, one JSON file per run, waiting for the next "
      "invocation on this host to deliver them (see LEDGER). An entry names its ledger by a "
