@@ -194,7 +194,11 @@ class RunFiles:
         1% past due (``TIDY_LATE``: within 7.2 hours under the default 30d), not at every
         firing: a job fired every minute keeps 43,200 files, and a stat of each was ~90 ms of
         every firing. A file made to look older by hand (``touch -d``) waits for the oldest
-        one the marker knows of."""
+        one the marker knows of. A job directory the capture refused (a symlink, another
+        user's) is left alone."""
+        prune_event_logs(self.log_dir, keep_seconds, now)
+        if not self.capture.own_dir:
+            return
         job_dir = os.path.dirname(self.path)
         mark = os.path.join(job_dir, TIDY_MARK)
         try:
@@ -206,7 +210,6 @@ class RunFiles:
             oldest = prune_outputs(job_dir, keep_seconds, now)[1]
             if oldest is not None:
                 _mark_oldest(mark, oldest)
-        prune_event_logs(self.log_dir, keep_seconds, now)
 
 
 class OutputCapture:
@@ -241,9 +244,11 @@ class OutputCapture:
         self.times: int | None = None  # the --timestamps file
         self.stamped = -1  # the millisecond of its last line
         self.tail_times: list[tuple[int, int]] = []  # (offset in the output, ms) past the head
+        self.own_dir = False  # the file's directory is cronwrap's own: private, no symlink
         if file is not None:
             try:
                 ensure_private_dir(os.path.dirname(file))
+                self.own_dir = True
                 self.fd = open_private(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             except Exception as exc:
                 self.error = f"cannot capture output to {file}: {exc}"

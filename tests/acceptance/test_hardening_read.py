@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import pty
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -141,8 +142,7 @@ def test_a_symlink_below_the_log_dir_is_refused(cw, home, tmp_path, where):
     else:  # a whole job directory elsewhere, holding the file logs will look for
         target.mkdir()
         (target / "1.1.log").write_bytes(SECRET)
-        (planted / "1.1.log").unlink()
-        planted.rmdir()
+        shutil.rmtree(planted)
     planted.symlink_to(target)
     shown = cw("logs", "j")
     err = shown.stderr.decode()

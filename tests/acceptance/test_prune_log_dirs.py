@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import time
 from pathlib import Path
@@ -215,3 +216,19 @@ def test_keep_logs_never_dates_a_file_through_a_planted_marker_symlink(cw, tmp_p
        check_rc=0)
     assert target.read_text() == "keep my date\n" and abs(target.stat().st_mtime - OLD) < 1
     assert mark.is_symlink() and not old.exists() and new.exists()
+
+
+def test_keep_logs_removes_nothing_through_a_job_directory_planted_as_a_symlink(cw, tmp_path):
+    """The capture refuses a job directory that is a symlink; the tidy-up after the run then
+    leaves it alone too: an old file of cronwrap's name in its target stays, no marker."""
+    logs = tmp_path / "applogs"
+    run_twice(cw, "j", logs)
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o700)
+    victim = target / "1.1.log"
+    victim.write_text("not cronwrap's\n")
+    age(victim)
+    shutil.rmtree(logs / "j")
+    (logs / "j").symlink_to(target)
+    cw("run", "-n", "j", "--force", "--keep-logs", "1d", "--log-dir", str(logs), "--", "true")
+    assert victim.read_text() == "not cronwrap's\n" and not (target / ".oldest").exists()
