@@ -21,10 +21,11 @@ from cronwrap.errors import UsageError
 TEN_YEARS = 10 * 365 * 86400.0  # the largest duration cronwrap keeps
 SMALLEST = 1e-9  # a positive duration never rounds down to 0, which means "none"
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-# [0-9], not \d: \d and float() also read '٣'; float() also reads '1_000', 'nan' and 'inf'.
-# Compiled on first use (re keeps it), not at import: a firing without a duration to read
-# pays nothing (~0.2 ms).
-_PART = r"((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)([smhd]?)"
+# A part is r"((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)([smhd]?)", read by hand
+# (_part): a firing given --timeout or --max-cpu would otherwise import re for it (~1 ms).
+# ASCII digits only: str.isdigit, like \d and float(), also takes '٣'; float() also reads
+# '1_000', 'nan' and 'inf'.
+_DIGITS = frozenset("0123456789")
 _INFINITE = ("inf", "infinity")
 _EXAMPLES = "examples: 30, 1.5m, 2h, 1d, 1e-3, 0 for none"
 _WINDOW_EXAMPLES = "examples: 90m, 12h, 7d, 0 for none"
@@ -54,19 +55,40 @@ def parse_duration(text: str, option: str = "duration", *, unit_required: bool =
 
 def _parts(value: str) -> list[tuple[str, str]] | None:
     """``1h30m`` -> [("1", "h"), ("30", "m")]; None when ``value`` is no duration."""
-    import re  # only here: a firing without a duration to read imports no re (~1 ms)
-
     pos, parts = 0, []
     while pos < len(value):
-        match = re.compile(_PART).match(value, pos)
-        if match is None:
+        part = _part(value, pos)
+        if part is None:
             return None
-        number, unit = match.groups()
+        number, unit, pos = part
         parts.append((number, unit))
-        pos = match.end()
         if not unit and pos < len(value):
             return None  # a bare number must be the last part: "30 5m" is not a duration
     return parts or None
+
+
+def _part(value: str, pos: int) -> tuple[str, str, int] | None:
+    """The number and unit at ``pos`` and where they end, as the pattern above matches."""
+    end = _digits_end(value, pos)
+    if end > pos:  # 12 or 12. or 12.5
+        if end < len(value) and value[end] == ".":
+            end = _digits_end(value, end + 1)
+    elif value.startswith(".", pos) and _digits_end(value, pos + 1) > pos + 1:  # .5
+        end = _digits_end(value, pos + 1)
+    else:
+        return None
+    if end < len(value) and value[end] in "eE":  # an exponent only when it is whole
+        sign = end + 1 + (value[end + 1:end + 2] in ("+", "-"))
+        if _digits_end(value, sign) > sign:
+            end = _digits_end(value, sign)
+    unit = value[end] if end < len(value) and value[end] in "smhd" else ""
+    return value[pos:end], unit, end + len(unit)
+
+
+def _digits_end(value: str, pos: int) -> int:
+    while pos < len(value) and value[pos] in _DIGITS:
+        pos += 1
+    return pos
 
 
 def _check_units(parts: list[tuple[str, str]], text: str, option: str,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -202,6 +203,20 @@ def test_parse_duration_is_a_number_of_seconds_or_a_clean_error(text):
 
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+# What durations._part reads by hand, as the regular expression it stands for
+DURATION_PART = re.compile(r"((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)([smhd]?)")
+
+
+@FUZZ
+@given(st.text(alphabet="0123456789.eE+-smhdx _\u0663", max_size=10), st.integers(0, 3))
+@example("2.5e2m", 0)
+@example("1.e5s", 0)
+@example("1e+", 0)
+@example(".5", 0)
+def test_a_duration_part_is_read_as_its_pattern_reads_it(text, pos):
+    match = DURATION_PART.match(text, pos) if pos <= len(text) else None
+    expected = None if match is None else (*match.groups(), match.end())
+    assert durations._part(text, pos) == expected
 
 
 @FUZZ
