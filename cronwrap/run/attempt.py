@@ -13,13 +13,11 @@ from cronwrap.errors import EXIT_SUPERSEDED, LedgerError
 from cronwrap.model import Claim, Event, Finish, Reason, Run, Status
 from cronwrap.options.durations import format_duration
 from cronwrap.record import TYPE_CHECKING, Record
-from cronwrap.redact.deadline import CpuBudget
-from cronwrap.redact.redactor import Redactor, secret_values
 from cronwrap.run import outbox, policy
 from cronwrap.run.firing import cron_zone
 from cronwrap.run.jobenv import job_environment
 from cronwrap.run.lease import Heartbeat
-from cronwrap.run.runlog import RunFiles
+from cronwrap.run.runlog import Redaction, RunFiles
 from cronwrap.stdio import Passthrough, warn
 
 if TYPE_CHECKING:
@@ -62,9 +60,9 @@ def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
     steps_from = inv.forced_from.setdefault(run.run_key, run.fence) if spec.force else 0
     env = job_environment(inv.environ, spec.env_extra, run, spec.host, zone,
                           spec.db or f"sqlite://{inv.dirs.ledger_file}", steps_from)
-    inv.redactor = Redactor(secret_values(env), spec.redact or (), guard=CpuBudget())
+    inv.redaction = Redaction(env, spec.redact or ())
     log_id = run.run_id if ledger is not None else f"unrecorded-{int(inv.now)}"
-    files = RunFiles(inv.log_dir, spec.name, log_id, run.attempt, inv.redactor, spec.timestamps)
+    files = RunFiles(inv.log_dir, spec.name, log_id, run.attempt, inv.redaction, spec.timestamps)
     capture = files.capture
     if capture.error:
         inv.events.report(capture.error)

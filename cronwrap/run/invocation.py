@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     from cronwrap.options.spec import JobSpec
     from cronwrap.process.keeper import JobProcess, Outcome, SuperviseSpec
     from cronwrap.process.locks import Lock
-    from cronwrap.redact.redactor import Redactor
     from cronwrap.run.hooks import HookResult, Pinger
     from cronwrap.run.retry import Uniform
+    from cronwrap.run.runlog import Redaction
     from cronwrap.stdio import Passthrough
 
     class Supervising(Protocol):
@@ -88,7 +88,7 @@ class Invocation:
         self.replaced = False
         self.paused: Pause | None = None  # the pause that skipped the slot being run
         self.pinger: Pinger | None = None  # the runner's, for a job that pings
-        self.redactor: Redactor | None = None  # the job's secrets, once its environment is known
+        self.redaction: Redaction | None = None  # the job's secrets, once its environment is known
         self.settings = job_settings(spec)
         # Under --force, each slot's first fence of this invocation: the job's steps count
         # from it (CRONWRAP_STEPS_FROM), so a forced re-run does them again and its retries

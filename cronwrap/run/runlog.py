@@ -26,11 +26,11 @@ from cronwrap.errors import CronwrapError
 from cronwrap.model import FORMAT_VERSION, event_level, event_message, job_host
 from cronwrap.paths import ensure_private_dir, file_name, open_private
 from cronwrap.record import TYPE_CHECKING
-from cronwrap.redact.redactor import redact_window
 from cronwrap.stdio import warn
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping, Sequence
+    from re import Pattern
     from typing import Any
 
     from cronwrap.model import Event
@@ -143,6 +143,29 @@ def times_path(output: str) -> str:
     return os.path.splitext(output)[0] + ".times"
 
 
+class Redaction:
+    """What a job's output is cleaned of (its environment's secrets and ``--redact``), made
+    into a Redactor (redact/redactor.py) only when first needed: output to keep, a tail for a
+    hook. A job that prints nothing loads no redaction code (2.4 M instructions, ~0.6 ms of
+    a firing, issue 24)."""
+
+    def __init__(self, environ: Mapping[str, str], patterns: Sequence[Pattern[bytes]] = ()):
+        self.environ, self.patterns = environ, patterns
+        self._redactor: Redactor | None = None
+
+    def redactor(self) -> Redactor:
+        if self._redactor is None:
+            from cronwrap.redact.deadline import CpuBudget
+            from cronwrap.redact.redactor import Redactor, secret_values
+
+            self._redactor = Redactor(secret_values(self.environ), self.patterns,
+                                      guard=CpuBudget())
+        return self._redactor
+
+    def text(self, text: str) -> str:
+        return self.redactor().text(text)
+
+
 OUTPUT_SUFFIXES = (".log", ".times")  # what prune and --keep-logs remove of a run attempt
 # In a job's log directory: its mtime is that of the oldest output file the last tidy-up kept
 # (RunFiles.tidy). Files are only ever added newer, so until that one is due nothing is.
@@ -157,14 +180,14 @@ class RunFiles:
     that cannot be made leaves a capture that keeps only a tail, and says why in ``error``."""
 
     def __init__(self, log_dir: str, job: str, run_id: int | str, attempt: int,
-                 redactor: Redactor | None, timestamps: bool = False) -> None:
+                 redaction: Redaction | None, timestamps: bool = False) -> None:
         self.log_dir = log_dir
         self.path = output_path(log_dir, job, run_id, attempt)
         try:
             ensure_private_dir(log_dir)  # the log directory itself: not a symlink, not another's
-            self.capture = OutputCapture(self.path, redactor, timestamps)
+            self.capture = OutputCapture(self.path, redaction, timestamps)
         except CronwrapError as exc:
-            self.capture = OutputCapture(None, redactor)
+            self.capture = OutputCapture(None, redaction)
             self.capture.error = f"cannot capture output: {exc}"
 
     @property
@@ -217,7 +240,7 @@ class OutputCapture:
     cronwrap's own stdout/stderr is stdio.Passthrough's). A write the disk refuses ends the
     capture, never the job: ``error`` says why.
 
-    With a ``redactor`` (redact.py), secrets are taken out of what is kept, and only of that:
+    With a ``redaction`` (redact/redactor.py), secrets are taken out of what is kept, and only of that:
     the head by the stream (each of stdout and stderr its own stream, so a secret split
     between two reads is caught), the tail once the job has ended; at each cut of a long
     output the bytes beyond it (CONTEXT) are looked at, so a secret that straddles it is
@@ -228,7 +251,7 @@ class OutputCapture:
     each store at a new millisecond; the kept tail's lines get the times their bytes came
     (exact unless redaction changed the tail's length, then to within the redacted stretch)."""
 
-    def __init__(self, file: str | None, redactor: Redactor | None = None,
+    def __init__(self, file: str | None, redaction: Redaction | None = None,
                  timestamps: bool = False) -> None:
         self.file = file
         self.fd: int | None = None
@@ -237,7 +260,7 @@ class OutputCapture:
         self.total = 0
         self.tail = bytearray()
         self.error: str | None = None
-        self.redactor = redactor
+        self.redaction = redaction
         self.streams: dict[int, Stream] = {}
         self.head_end = b""  # the head's last bytes, as written: the tail's context
         self.after_head: dict[int, bytearray] = {}  # each stream's first bytes past the head
@@ -285,12 +308,12 @@ class OutputCapture:
                 after += rest[:CONTEXT - len(after)]
 
     def _redacted(self, fd: int, data: bytes) -> bytes:
-        if self.redactor is None:
+        if self.redaction is None:
             return data
         self.head_end = (self.head_end + data[-CONTEXT:])[-CONTEXT:]
         stream = self.streams.get(fd)
         if stream is None:
-            stream = self.streams[fd] = self.redactor.stream()
+            stream = self.streams[fd] = self.redaction.redactor().stream()
         return stream.feed(data)
 
     def _stamp(self, offset: int, ms: int) -> None:
@@ -326,7 +349,7 @@ class OutputCapture:
         self.streams.clear()
         kept = len(self.tail[-TAIL_LIMIT:])
         if self.total > self.head:
-            self.tail = bytearray(self._redacted_tail() if self.redactor is not None
+            self.tail = bytearray(self._redacted_tail() if self.redaction is not None
                                   else self.tail[-TAIL_LIMIT:])
         if self.fd is None:
             self._close_times()
@@ -362,12 +385,14 @@ class OutputCapture:
     def _redacted_tail(self) -> bytes:
         """The kept tail, redacted with what came before it as context: the ring's older
         bytes, or the head's end when nothing was left out between them."""
-        assert self.redactor is not None
+        from cronwrap.redact.redactor import redact_window
+
+        assert self.redaction is not None
         ring = bytes(self.tail)
         kept = ring[-TAIL_LIMIT:]
         before = ring[:-TAIL_LIMIT][-CONTEXT:] if len(ring) > TAIL_LIMIT else \
             self.head_end if self.total - self.head == len(ring) else b""
-        return redact_window(self.redactor, before, kept, b"")
+        return redact_window(self.redaction.redactor(), before, kept, b"")
 
     def last_bytes(self, n: int = ERROR_TAIL) -> bytes:
         if self.tail:

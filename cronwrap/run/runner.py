@@ -311,7 +311,7 @@ def after_slot(inv: Invocation, ledger: base.Ledger | None, attempt: Attempt) ->
         tail = outcome.output_tail.strip()[-300:]
         inv.events.report(f"{spec.name}: hook exited {outcome.exit_code}"
                           f"{' (timed out)' if outcome.timed_out else ''}: "
-                          f"{inv.redactor.text(tail) if inv.redactor else tail}")
+                          f"{inv.redaction.text(tail) if inv.redaction else tail}")
 
 
 def hook_name(spec: JobSpec, status: str, alert: str | None) -> str:
