@@ -177,7 +177,7 @@ def keep(spec: SuperviseSpec, control: int, report: int, stdout: int, stderr: in
     for signum in (*FORWARDED_SIGNALS, *IGNORED_SIGNALS, *OWN_SIGNALS, signal.SIGCHLD):
         if procs.handler_of(signum) != signal.SIG_IGN or signum == signal.SIGCHLD:
             procs.set_handler(signum, _drop)
-    with procs.Subreaper() as subreaper:
+    with procs.Subreaper(fresh=True) as subreaper:
         Keeper(spec, control, report, subreaper.active).run(stdout, stderr, wakeup_read)
     return 0
 
