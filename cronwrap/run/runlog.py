@@ -240,8 +240,8 @@ class OutputCapture:
     cronwrap's own stdout/stderr is stdio.Passthrough's). A write the disk refuses ends the
     capture, never the job: ``error`` says why.
 
-    With a ``redaction`` (redact/redactor.py), secrets are taken out of what is kept, and only of that:
-    the head by the stream (each of stdout and stderr its own stream, so a secret split
+    With a ``redaction`` (redact/redactor.py), secrets are taken out of what is kept, and only
+    of that: the head by the stream (each of stdout and stderr its own stream, so a secret split
     between two reads is caught), the tail once the job has ended; at each cut of a long
     output the bytes beyond it (CONTEXT) are looked at, so a secret that straddles it is
     hidden, and output without secrets is kept exactly. The middle of a long output, which is
