@@ -187,3 +187,41 @@ def check_existing(path: str) -> None:
     problem = unsafe_file(path, info)
     if problem:
         raise PathError(problem)
+
+
+def read_kept(path: str, limit: int) -> bytes | None:
+    """What cronwrap kept in ``path`` for a later firing (``keep``), up to ``limit`` bytes;
+    None when there is nothing, or nothing cronwrap may trust (it is read as cronwrap's own
+    files are: a private regular file, no symlink)."""
+    try:
+        fd = open_private(path, os.O_RDONLY)
+    except PathError:  # none yet, or not one cronwrap may trust
+        return None
+    try:
+        return os.read(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def keep(path: str, blob: bytes) -> None:
+    """Keep ``blob`` in ``path`` for a later firing, written whole (a temporary file and a
+    rename), in a private directory made if missing. A state directory that cannot be
+    written keeps nothing: what was to be kept is only made again next time."""
+    temporary = f"{path}.{os.getpid()}"
+    try:
+        ensure_private_dir(os.path.dirname(path))
+        fd = open_private(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            written = os.write(fd, blob)
+        finally:
+            os.close(fd)
+        if written == len(blob):
+            os.replace(temporary, path)
+    except (OSError, PathError):
+        pass
+    try:
+        os.unlink(temporary)
+    except OSError:
+        pass

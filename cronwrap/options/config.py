@@ -27,10 +27,10 @@ import os
 import stat
 import sys
 
-from cronwrap.errors import ConfigError, CronwrapError, UsageError
+from cronwrap.errors import ConfigError, UsageError
 from cronwrap.model import valid_name
 from cronwrap.options import spec
-from cronwrap.paths import ensure_private_dir, open_private
+from cronwrap.paths import keep, read_kept
 from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
@@ -229,18 +229,10 @@ def _parse_toml(text: str, path: str) -> dict[str, Any]:
 
 def _cached(cache: str, text: str) -> dict[str, Any] | None:
     """The parse of ``text`` kept in ``cache``; None when it holds another text, another
-    interpreter's, or nothing cronwrap wrote (it is read as cronwrap's own files are: a
-    private regular file, no symlink)."""
-    try:
-        fd = open_private(cache, os.O_RDONLY)
-    except CronwrapError:  # none yet, or not one cronwrap may trust
+    interpreter's, or nothing cronwrap wrote."""
+    blob = read_kept(cache, 4 * CONFIG_MAX)
+    if blob is None:
         return None
-    try:
-        blob = os.read(fd, 4 * CONFIG_MAX)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     try:
         key, source, data = marshal.loads(blob)
     except (ValueError, EOFError, TypeError):
@@ -249,29 +241,13 @@ def _cached(cache: str, text: str) -> dict[str, Any] | None:
 
 
 def _keep(cache: str, text: str, data: dict[str, Any]) -> None:
-    """Keep the parse of ``text`` for the next firing (written whole: temporary file and
-    rename). A file marshal cannot keep (a TOML date, which the checks refuse anyway), or a
-    state directory that cannot be written, is parsed again next time."""
+    """Keep the parse of ``text`` for the next firing. A file marshal cannot keep (a TOML
+    date, which the checks refuse anyway) is parsed again next time."""
     try:
         blob = marshal.dumps((_CACHE_KEY, text, data))
     except ValueError:
         return
-    temporary = f"{cache}.{os.getpid()}"
-    try:
-        ensure_private_dir(os.path.dirname(cache))
-        fd = open_private(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        try:
-            written = os.write(fd, blob)
-        finally:
-            os.close(fd)
-        if written == len(blob):
-            os.replace(temporary, cache)
-    except (OSError, CronwrapError):
-        pass
-    try:
-        os.unlink(temporary)
-    except OSError:
-        pass
+    keep(cache, blob)
 
 
 def _load_job(config: Config, name: str, section: Any, where: _Locator) -> None:

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from cronwrap.process import locks
     from cronwrap.process.keeper import JobProcess, Outcome
     from cronwrap.run.invocation import Invocation
-    from typing import TypedDict
+    from datetime import datetime
+    from typing import Callable, TypedDict
 
     from cronwrap.options.spec import JobSpec
 
@@ -48,6 +49,15 @@ class Attempt(Record):
     env: dict[str, str]
 
 
+def local_time(inv: Invocation) -> Callable[[datetime], datetime] | None:
+    """A time as the job's zone shows it: its schedule's, else CRON_TZ's; None: the local
+    zone (TZ's)."""
+    if inv.timing.schedule is not None:
+        return inv.timing.schedule.local
+    zone = cron_zone(inv.environ)
+    return None if zone is None else lambda t: t.astimezone(zone)
+
+
 def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
             lock: locks.Lock | None) -> Attempt:
     """Run the job of ``claim`` to its end and record it (``ledger`` None: unrecorded)."""
@@ -56,9 +66,8 @@ def execute(inv: Invocation, ledger: base.Ledger | None, claim: Claim,
 
     spec, run = inv.spec, claim.run
     assert run is not None and run.fence is not None
-    zone = inv.timing.schedule.zone if inv.timing.schedule else cron_zone(inv.environ)
     steps_from = inv.forced_from.setdefault(run.run_key, run.fence) if spec.force else 0
-    env = job_environment(inv.environ, spec.env_extra, run, spec.host, zone,
+    env = job_environment(inv.environ, spec.env_extra, run, spec.host, local_time(inv),
                           spec.db or f"sqlite://{inv.dirs.ledger_file}", steps_from)
     inv.redaction = Redaction(env, spec.redact or ())
     log_id = run.run_id if ledger is not None else f"unrecorded-{int(inv.now)}"

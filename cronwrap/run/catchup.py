@@ -35,8 +35,6 @@ from cronwrap.record import TYPE_CHECKING
 from cronwrap.schedule import (
     DEFAULT_TOLERANCE,
     Frozen,
-    Schedule,
-    find_zone,
     parse_date,
     parse_timestamp,
     run_key,
@@ -48,6 +46,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from datetime import date as Date
     from datetime import datetime
+
+    from cronwrap.schedule import Schedule, Slots
 
 POLICIES = ("none", "latest", "all")
 MAX_MARKS = 1000
@@ -77,7 +77,7 @@ class _Missed(Frozen):
 
 
 def plan_firing(
-    schedule: Schedule,
+    schedule: Slots,
     now: datetime,
     *,
     key_template: str | None,
@@ -117,7 +117,7 @@ def plan_firing(
         runs, marks = _plan_backlog(schedule, now, slot, key, key_template, last_seen,
                                     known_keys, policy, window, max_catchup, warnings)
     if abandoned:  # by the instant: a fall-back night's wall times compare out of order
-        runs = sorted(runs + _takeovers(abandoned, now, slot, key, window),
+        runs = sorted(runs + _takeovers(schedule, abandoned, now, slot, key, window),
                       key=lambda run: run.scheduled_at.timestamp())
     if trigger == Trigger.CATCHUP and _too_late(now, slot, window):
         warnings.append(f"slot {slot.isoformat()} is older than --catchup-window: not run")
@@ -128,11 +128,11 @@ def plan_firing(
     return Plan(runs, marks, warnings, skew, trigger == Trigger.SCHEDULE)
 
 
-def _takeovers(abandoned: dict[str, datetime], now: datetime, slot: datetime, key: str,
-               window: float) -> list[SlotRun]:
+def _takeovers(schedule: Slots, abandoned: dict[str, datetime], now: datetime, slot: datetime,
+               key: str, window: float) -> list[SlotRun]:
     """The abandoned slots this firing re-runs: before its own, inside the window. Its own
     slot, abandoned, is taken over by its own claim."""
-    return [SlotRun(other, at.astimezone(slot.tzinfo), Trigger.TAKEOVER)
+    return [SlotRun(other, schedule.local(at), Trigger.TAKEOVER)
             for other, at in abandoned.items()
             if other != key and at.timestamp() < slot.timestamp() and not _too_late(now, at, window)]
 
@@ -153,7 +153,7 @@ def _too_late(now: datetime, slot: datetime, window: float) -> bool:
     return window > 0 and seconds_between(now, slot) > window
 
 
-def _off_slot_warning(schedule: Schedule, now: datetime, slot: datetime, skew: float,
+def _off_slot_warning(schedule: Slots, now: datetime, slot: datetime, skew: float,
                       tolerance: timedelta, cron_tz_ignored_in: str | None) -> str:
     direction = "after" if skew >= 0 else "before"
     cause = "check this host's clock, the crontab line and --tz"
@@ -172,17 +172,14 @@ def _off_slot_warning(schedule: Schedule, now: datetime, slot: datetime, skew: f
     )
 
 
-def _on_time_in(schedule: Schedule, zone_name: str, now: datetime,
+def _on_time_in(schedule: Slots, zone_name: str, now: datetime,
                 tolerance: timedelta) -> bool:
     """A firing at ``now`` is on a slot of ``schedule``'s expression read in ``zone_name``."""
-    zone = find_zone(zone_name)
-    if zone is None:
-        return False
-    return Schedule.parse(schedule.expr, zone, zone_name).slot_for_firing(now, tolerance)[0] \
-        is not None
+    there = schedule.elsewhere(zone_name)
+    return there is not None and there.slot_for_firing(now, tolerance)[0] is not None
 
 
-def _plan_backlog(schedule: Schedule, now: datetime, slot: datetime, key: str,
+def _plan_backlog(schedule: Slots, now: datetime, slot: datetime, key: str,
                   key_template: str | None, last_seen: datetime, known_keys: set[str],
                   policy: str, window: float, max_catchup: int,
                   warnings: list[str]) -> tuple[list[SlotRun], list[Mark]]:
@@ -211,7 +208,7 @@ def _runs_allowed(policy: str, max_catchup: int) -> int:
     return {"none": 0, "latest": 1}.get(policy, max_catchup)
 
 
-def _missed_slots(schedule: Schedule, now: datetime, slot: datetime, key: str,
+def _missed_slots(schedule: Slots, now: datetime, slot: datetime, key: str,
                   key_template: str | None, last_seen: datetime, known_keys: set[str],
                   window: float, budget: int) -> tuple[list[_Missed], int]:
     """Slots in (last_seen, slot) whose key the ledger does not know, one per key, oldest

@@ -15,7 +15,12 @@ if TYPE_CHECKING:
 
     from cronwrap.model import JobInfo, Mark
     from cronwrap.options.spec import JobSpec
-    from cronwrap.schedule import Schedule
+    from typing import Callable
+
+    from cronwrap.schedule import Slots
+    from cronwrap.schedule.table import ZoneInputs
+
+    FindTable = Callable[[str, ZoneInputs], Slots | None]
 
 
 class Timing(Record):
@@ -25,7 +30,7 @@ class Timing(Record):
     name when ``CRON_TZ`` (not --tz) gave the schedule a zone other than it, which a cron
     that ignores CRON_TZ (Debian's) fires the lines in."""
 
-    schedule: Schedule | None
+    schedule: Slots | None
     zone_name: str | None
     key: str | None
     system_zone: str | None
@@ -63,11 +68,13 @@ def needs_recorded_schedule(spec: JobSpec) -> bool:
     return spec.schedule is None and is_manual(spec)
 
 
-def resolve_timing(spec: JobSpec, environ: dict[str, str],
-                   recorded: JobInfo | None = None) -> Timing:
+def resolve_timing(spec: JobSpec, environ: dict[str, str], recorded: JobInfo | None = None,
+                   find_table: FindTable | None = None) -> Timing:
     """Validate --schedule/--tz/--key/--date/--at before anything runs. ``recorded``: what
     the ledger knows of the job, for a manual run without --schedule (--tz and --key still
-    win over what was recorded)."""
+    win over what was recorded). ``find_table``: the slot table a firing kept for the
+    schedule (run/tables.py), read instead of the engine when one holds; not for a manual
+    run, whose slots can lie anywhere."""
     expr, tz, key = spec.schedule, spec.tz, spec.key
     if expr is None and is_manual(spec) and recorded is not None and recorded.schedule:
         expr, tz = recorded.schedule, tz or recorded.tz
@@ -84,14 +91,19 @@ def resolve_timing(spec: JobSpec, environ: dict[str, str],
     from cronwrap import schedule as sched
 
     system = sched.system_zone_name()
-    zone, zone_name = sched.resolve_zone(tz, environ, system)
+    setting = sched.zone_setting(environ)
     if key is not None:
         sched.validate_key_template(key)
     if spec.date is not None and spec.at is not None:
         raise UsageError("--date and --at both name a slot: give one of them")
-    from_cron_tz = tz is None and (sched.zone_setting(environ) or ("",))[0] == "CRON_TZ"
-    return Timing(sched.Schedule.parse(expr, zone, zone_name), zone_name, key,
-                  system if from_cron_tz and system != zone_name else None)
+    found = find_table(expr, (tz, setting, system)) \
+        if find_table is not None and not is_manual(spec) else None
+    if found is None:
+        zone, zone_name = sched.choose_zone(tz, setting, system)
+        found = sched.Schedule.parse(expr, zone, zone_name)
+    from_cron_tz = tz is None and (setting or ("",))[0] == "CRON_TZ"
+    return Timing(found, found.zone_name, key,
+                  system if from_cron_tz and system != found.zone_name else None)
 
 
 def history_since(spec: JobSpec, now: float) -> datetime:
@@ -112,6 +124,9 @@ def plan_firing(spec: JobSpec, timing: Timing, now: float,
     from cronwrap.run import catchup
 
     if is_manual(spec):
+        from cronwrap.schedule import Schedule
+
+        assert isinstance(timing.schedule, Schedule)  # a manual run's is never a table
         runs = catchup.plan_manual(timing.schedule, date=spec.date, at=spec.at,
                                    key_template=timing.key, max_slots=spec.max_slots)
         if not spec.force:
@@ -128,7 +143,7 @@ def plan_firing(spec: JobSpec, timing: Timing, now: float,
     if last_seen is not None and plan.runs and plan.runs[-1].scheduled_at < last_seen:
         plan.warnings.append(
             f"this firing's slot {plan.runs[-1].scheduled_at.isoformat()} is older than the "
-            f"newest slot already seen ({last_seen.astimezone(timing.schedule.zone).isoformat()}): this "
+            f"newest slot already seen ({timing.schedule.local(last_seen).isoformat()}): this "
             "host's clock is behind, or was stepped back; check it")
     # A firing far from any slot is a wrong clock (loudly: cron mails stderr), unless it is
     # hours off under a catch-up policy: then it is an @reboot-style catch-up firing.

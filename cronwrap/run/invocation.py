@@ -54,7 +54,8 @@ class World(Record):
     """What a run needs from outside itself. ``open_ledger(inv)`` -> a Ledger (or raises
     LedgerError); ``take_lock(inv)`` -> LocalLock;
     ``supervisor(spec, on_output, on_spawn, passthrough)`` -> a ``Supervising`` (``run()`` ->
-    Outcome, ``request_stop(reason)``); ``run_hook(command, env, timeout)`` -> HookResult.
+    Outcome, ``request_stop(reason)``); ``run_hook(command, env, timeout)`` -> HookResult;
+    ``tables``: whether firings keep their slot tables in STATE (run/tables.py).
     cronwrap.testing.MemoryWorld makes one in memory."""
 
     clock: Callable[[], float]
@@ -65,6 +66,8 @@ class World(Record):
     take_lock: Callable[[Invocation], LocalLock]
     supervisor: SupervisorFactory
     run_hook: Callable[[str, dict[str, str], float], HookResult]
+    tables: bool
+    _defaults = dict(tables=False)
 
 
 class Invocation:

@@ -9,7 +9,8 @@ from cronwrap.model import job_host
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from datetime import tzinfo
+    from datetime import datetime
+    from typing import Callable
 
     from cronwrap.model import Run
 
@@ -46,11 +47,13 @@ JOB_VARIABLES = {
 
 
 def job_environment(environ: dict[str, str], extra: dict[str, str], run: Run, host: str,
-                    zone: tzinfo | None, ledger: str = "", steps_from: int = 0
-                    ) -> dict[str, str]:
-    """``environ`` + ``extra`` (--env-file) + JOB_VARIABLES for ``run``; ``zone``: the
-    schedule's, or None for the local one; ``ledger``: its URL (CRONWRAP_LEDGER)."""
-    scheduled = run.scheduled_at.astimezone(zone) if run.scheduled_at else None
+                    local: Callable[[datetime], datetime] | None, ledger: str = "",
+                    steps_from: int = 0) -> dict[str, str]:
+    """``environ`` + ``extra`` (--env-file) + JOB_VARIABLES for ``run``; ``local``: a time as
+    the schedule's zone shows it, or None for the local zone; ``ledger``: its URL
+    (CRONWRAP_LEDGER)."""
+    slot = run.scheduled_at
+    scheduled = None if slot is None else local(slot) if local else slot.astimezone()
     values = (job_host(run.job)[0], str(run.run_id), run.run_key,
               scheduled.isoformat() if scheduled else "",
               scheduled.date().isoformat() if scheduled else "",

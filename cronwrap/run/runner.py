@@ -12,13 +12,14 @@ the old run's record).
 from __future__ import annotations
 
 import time
+from datetime import datetime, timezone
 
 from cronwrap.errors import LedgerError
 from cronwrap.ledger.url import open_ledger
 from cronwrap.model import (DONE_STATUSES, Claim, Event, JobInfo, Mark, Reason, Run,
                             SlotHistory, SlotRun, Status, Trigger, iso)
 from cronwrap.options.spec import JobSpec
-from cronwrap.paths import check_parent, ensure_private_dir
+from cronwrap.paths import check_parent, ensure_private_dir, resolve_dirs
 from cronwrap.process import locks
 from cronwrap.record import TYPE_CHECKING
 from cronwrap.run import outbox, policy, retry
@@ -30,7 +31,6 @@ from cronwrap.stdio import warn
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from datetime import datetime
     from typing import Any, Callable, TypeVar, TypeVarTuple
 
     T = TypeVar("T")
@@ -60,7 +60,7 @@ def real_world() -> World:
         return run(command, env, timeout)
 
     return World(time.time, time.monotonic, time.sleep, LazyRandom(), connect, take_lock,
-                 supervisor, run_hook)
+                 supervisor, run_hook, tables=True)
 
 
 class LazyRandom:
@@ -83,7 +83,13 @@ def run(spec: JobSpec, environ: dict[str, str], now: float | None = None,
         world: World | None = None) -> int:
     """Run the firing; its exit status."""
     world = world or real_world()
-    timing = None if needs_recorded_schedule(spec) else resolve_timing(spec, environ)
+    store = None
+    if world.tables and spec.schedule is not None and not is_manual(spec):
+        from cronwrap.run.tables import TableStore  # a scheduled firing's slots, read or kept
+
+        store = TableStore(resolve_dirs(environ).state, spec.name)
+    timing = None if needs_recorded_schedule(spec) else \
+        resolve_timing(spec, environ, find_table=store.find if store else None)
     inv = Invocation(spec, environ, world.clock() if now is None else now, timing, world)
     if spec.ping:
         from cronwrap.run.hooks import Pinger  # only for a job that pings
@@ -99,10 +105,13 @@ def run(spec: JobSpec, environ: dict[str, str], now: float | None = None,
             timing = inv.timing = resolve_timing(spec, environ, recorded_job(inv, ledger))
         local = world.take_lock(inv)
         try:
-            return run_slots(inv, ledger, timing, local)
+            status = run_slots(inv, ledger, timing, local)
         finally:
             if local.held is not None:
                 local.held.release()
+        if store is not None and timing.schedule is not None:
+            store.refresh(timing.schedule, datetime.fromtimestamp(inv.now, timezone.utc))
+        return status
     finally:
         if ledger is not None:
             ledger.close()
@@ -256,8 +265,6 @@ def retry_delay(inv: Invocation, attempt: Attempt, first: int, began: float) -> 
     ``began``: when this invocation's first attempt at the slot started; a manual run's
     retries count the schedule's interval from it (retry.retry_deadline), and a manual run
     says on stderr why it does not retry, as the run log does."""
-    from datetime import datetime, timezone
-
     run, result = attempt.run, attempt.result
     manual = run.trigger == Trigger.MANUAL
     scheduled = run.scheduled_at

@@ -26,21 +26,25 @@ So nothing outside this package hands an expression to cronsim. The rules, as cr
   fire times and a repeated hour has them twice.
 
 Modules: ``cron`` (syntax, aliases, cronsim), ``zones`` (which zone, offsets, transitions),
-``slots`` (:class:`Schedule`: fire times), ``keys`` (run keys, ``--at``/``--date``),
+``instants`` (what a firing asks of a schedule: :class:`Slots`), ``slots`` (:class:`Schedule`:
+fire times), ``table`` (:class:`SlotTable`: a stretch of them, kept for the next firings),
+``keys`` (run keys, ``--at``/``--date``),
 ``notes`` (DST notes, day rule, host clock: the findings explain and lint share),
 ``explanation`` (``cronwrap explain``).
 """
 
 from __future__ import annotations
 
+import sys
+
 from cronwrap.record import TYPE_CHECKING
-from cronwrap.schedule.cron import (
-    ALIASES,
-    FIELD_NAMES,
-    REBOOT,
-    expand,
-    field_accepted,
-    syntax_error,
+from cronwrap.schedule.instants import (
+    DEFAULT_TOLERANCE,
+    EARLY_TOLERANCE,
+    Frozen,
+    Slots,
+    seconds_between,
+    shifted,
 )
 from cronwrap.schedule.keys import (
     MAX_KEY_LENGTH,
@@ -51,16 +55,9 @@ from cronwrap.schedule.keys import (
     run_key,
     validate_key_template,
 )
-from cronwrap.schedule.slots import (
-    DEFAULT_TOLERANCE,
-    EARLY_TOLERANCE,
-    Frozen,
-    Schedule,
-    seconds_between,
-    shifted,
-)
 from cronwrap.schedule.zones import (
     Transition,
+    choose_zone,
     find_zone,
     load_zone,
     resolve_zone,
@@ -71,6 +68,14 @@ from cronwrap.schedule.zones import (
 )
 
 if TYPE_CHECKING:
+    from cronwrap.schedule.cron import (
+        ALIASES,
+        FIELD_NAMES,
+        REBOOT,
+        expand,
+        field_accepted,
+        syntax_error,
+    )
     from cronwrap.schedule.explanation import Explanation, explain
     from cronwrap.schedule.notes import (
         DST_WINDOW_DAYS,
@@ -82,9 +87,15 @@ if TYPE_CHECKING:
         host_clock,
         shortest_gap,
     )
+    from cronwrap.schedule.slots import Schedule
+    from cronwrap.schedule.table import SlotTable, tabulate
 
-# What only explain and lint use is imported when first asked for: ``run`` does without it.
+# What loads cronsim (the cron fields and the engine), and what only explain and lint use, is
+# imported when first asked for: a firing that reads its slots from its table does without.
 _LAZY = {
+    **dict.fromkeys(("ALIASES", "FIELD_NAMES", "REBOOT", "expand", "field_accepted",
+                     "syntax_error"), "cron"),
+    "Schedule": "slots", "SlotTable": "table", "tabulate": "table",
     "Explanation": "explanation", "explain": "explanation",
     **dict.fromkeys(("DST_WINDOW_DAYS", "DayRule", "DstNote", "HostClock", "day_rule",
                      "dst_notes", "host_clock", "shortest_gap"), "notes"),
@@ -94,9 +105,9 @@ _LAZY = {
 def __getattr__(name: str) -> object:
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
+    module = f"{__name__}.{_LAZY[name]}"
+    __import__(module)  # not importlib.import_module: importlib is not loaded on a firing
+    value = getattr(sys.modules[module], name)
     globals()[name] = value
     return value
 
@@ -115,8 +126,11 @@ __all__ = [
     "MAX_KEY_LENGTH",
     "REBOOT",
     "Schedule",
+    "SlotTable",
+    "Slots",
     "Transition",
     "biz_date",
+    "choose_zone",
     "day_rule",
     "dst_notes",
     "expand",
@@ -134,6 +148,7 @@ __all__ = [
     "shifted",
     "shortest_gap",
     "syntax_error",
+    "tabulate",
     "system_zone_name",
     "transitions",
     "validate_key_template",

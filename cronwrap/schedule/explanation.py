@@ -9,8 +9,9 @@ from itertools import islice
 
 from cronwrap.errors import UsageError
 from cronwrap.record import TYPE_CHECKING
+from cronwrap.schedule.instants import Frozen
 from cronwrap.schedule.notes import DayRule, DstNote, HostClock, day_rule, dst_notes, host_clock
-from cronwrap.schedule.slots import Frozen, Schedule
+from cronwrap.schedule.slots import Schedule
 
 if TYPE_CHECKING:
     from collections.abc import Callable

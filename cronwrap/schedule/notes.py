@@ -10,7 +10,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from cronwrap.record import TYPE_CHECKING
-from cronwrap.schedule.slots import Frozen, Schedule, shifted
+from cronwrap.schedule.instants import Frozen, shifted
+from cronwrap.schedule.slots import Schedule
 from cronwrap.schedule.zones import DAY, Transition, find_zone, transitions
 
 if TYPE_CHECKING:

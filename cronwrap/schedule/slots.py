@@ -6,14 +6,16 @@ outside. Nothing here asks the clock.
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta
 
 from cronwrap.errors import UsageError
-from cronwrap.record import TYPE_CHECKING, Record
+from cronwrap.record import TYPE_CHECKING
 from cronwrap.schedule.cron import expand, fire_times_of_day, is_fixed_time, parse_fields
+from cronwrap.schedule.instants import UTC, Slots, epoch, shifted
 from cronwrap.schedule.zones import (
     DAY,
     EPOCH_ORDINAL,
+    find_zone,
     first_valid_minute_after,
     local_to_instant,
     offset_at,
@@ -23,40 +25,12 @@ from cronwrap.schedule.zones import (
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from typing import Any
     from zoneinfo import ZoneInfo
 
     from cronsim import CronSim
 
-UTC = timezone.utc
-
-#: How late a firing may be and still belong to the slot before it (cron's start delay, a
-#: loaded host, a host clock a little off). Capped by the schedule itself: a firing always
-#: belongs to the latest slot at or before it, so it can never reach past the next slot.
-DEFAULT_TOLERANCE = timedelta(seconds=90)
-#: How early a firing may be and still belong to the slot after it. Cron never fires early by
-#: its own clock, so this only absorbs a clock stepped between cron's wake-up and ours; it is
-#: kept far below one minute so ``* * * * *`` firings never jump to the next minute.
-EARLY_TOLERANCE = timedelta(seconds=5)
 # cronsim gives up after 50 years without a match; so do we.
 _SEARCH_DAYS = 50 * 366
-
-
-def _epoch(t: datetime) -> float:
-    if t.tzinfo is None or t.utcoffset() is None:
-        raise ValueError(f"a timezone-aware datetime is required, got {t!r}")
-    return t.timestamp()
-
-
-def shifted(t: datetime, seconds: float) -> datetime:
-    """``t`` moved by real ``seconds``, in UTC. (Arithmetic on an aware datetime moves its
-    wall clock, which is wrong across a DST change, so do it in UTC.)"""
-    return t.astimezone(UTC) + timedelta(seconds=seconds)
-
-
-def seconds_between(later: datetime, earlier: datetime) -> float:
-    """Real seconds from ``earlier`` to ``later`` (subtraction within one zone ignores DST)."""
-    return _epoch(later) - _epoch(earlier)
 
 
 def _month_step(day: date, step: int) -> date:
@@ -66,17 +40,7 @@ def _month_step(day: date, step: int) -> date:
     return day.replace(day=1) - timedelta(days=1)
 
 
-class Frozen(Record):
-    """A Record (no dataclass code generation at import: this is the ``run`` hot path)
-    whose fields cannot be reassigned."""
-
-    __slots__ = ()
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"{type(self).__name__} is read-only")
-
-
-class Schedule(Frozen):
+class Schedule(Slots):
     """A cron expression in a zone. Build it with :meth:`parse`.
 
     ``expr`` as given, ``cron`` its 5-field form, ``zone``/``zone_name``, ``fixed_time``
@@ -189,7 +153,7 @@ class Schedule(Frozen):
 
     def _instants(self, t: datetime, reverse: bool) -> Iterator[int]:
         """Fire instants strictly after ``t`` ascending, or at/before ``t`` descending."""
-        when = _epoch(t)
+        when = epoch(t)
         step = -1 if reverse else 1
         offsets = [offset_at(when + k * DAY, self.zone) for k in (-1, 0, 1)]
         # A local day that can hold an instant on the right side of t, whatever DST does.
@@ -204,73 +168,16 @@ class Schedule(Frozen):
     def _at(self, instant: int) -> datetime:
         return datetime.fromtimestamp(instant, self.zone)
 
-    def _never(self, t: datetime) -> UsageError:
-        return UsageError(f"--schedule: {self.expr!r} does not fire within 50 years of {t.isoformat()}")
+    def engine(self) -> Schedule:
+        return self
 
-    # -- public queries
+    def local(self, t: datetime) -> datetime:
+        return t.astimezone(self.zone)
 
-    def slots_after(self, t: datetime) -> Iterator[datetime]:
-        """All fire times strictly after ``t``, ascending, lazily."""
-        return (self._at(i) for i in self._instants(t, reverse=False))
-
-    def next_after(self, t: datetime) -> datetime:
-        """The first fire time strictly after ``t``."""
-        for instant in self._instants(t, reverse=False):
-            return self._at(instant)
-        raise self._never(t)
-
-    def prev_at_or_before(self, t: datetime) -> datetime:
-        """The last fire time at or before ``t``."""
-        for instant in self._instants(t, reverse=True):
-            return self._at(instant)
-        raise self._never(t)
-
-    def slots_between(
-        self, start: datetime, end: datetime, *, reverse: bool = False
-    ) -> Iterator[datetime]:
-        """Fire times ``s`` with ``start < s <= end``, ascending (descending with ``reverse``).
-
-        Lazy: a year of ``* * * * *`` is 525,600 slots, so callers take what they need.
-        """
-        low, high = _epoch(start), _epoch(end)
-        if reverse:
-            for instant in self._instants(end, reverse=True):
-                if instant <= low:
-                    return
-                yield self._at(instant)
-            return
-        for instant in self._instants(start, reverse=False):
-            if instant > high:
-                return
-            yield self._at(instant)
-
-    def slot_for_firing(
-        self, t: datetime, tolerance: timedelta = DEFAULT_TOLERANCE
-    ) -> tuple[datetime | None, float]:
-        """The slot a firing at ``t`` belongs to, and the firing's skew in seconds.
-
-        The rule: the latest slot ``s`` with ``s <= t + min(tolerance, EARLY_TOLERANCE)``,
-        provided ``t - s <= tolerance``. So a firing up to ``tolerance`` (default 90 s) late
-        or up to 5 s early maps to its slot, and hosts firing the same minute a few seconds
-        apart all claim one slot. Because the *latest* such slot wins, the late window is
-        in effect capped at the gap to the next slot minus 5 s: a ``* * * * *`` firing at
-        12:00:40 is 12:00's, one at 12:00:56 is 12:01's.
-
-        Skew is ``t - slot`` (positive: late). When no slot qualifies the slot is None and
-        the skew is measured from the nearest fire time, before or after, for the warning.
-        """
-        early = min(tolerance, EARLY_TOLERANCE)
-        slot = self.prev_at_or_before(shifted(t, early.total_seconds()))
-        skew = seconds_between(t, slot)
-        if skew <= tolerance.total_seconds():
-            return slot, skew
-        ahead = seconds_between(t, self.next_after(t))
-        return None, ahead if -ahead < skew else skew
-
-    def slots_in(self, start: datetime, end: datetime) -> Iterator[datetime]:
-        """Fire times ``s`` with ``start <= s <= end``, ascending (fire times are whole
-        minutes, so a second before ``start`` excludes nothing of the range)."""
-        return self.slots_between(shifted(start, -1), end)
+    def elsewhere(self, zone_name: str) -> Schedule | None:
+        """The same expression read in the zone ``zone_name``; None when there is none."""
+        zone = find_zone(zone_name)
+        return None if zone is None else Schedule.parse(self.expr, zone, zone_name)
 
     def midnight(self, day: date) -> datetime:
         """The first instant of local ``day`` (a midnight skipped by DST: the jump's end)."""

@@ -29,6 +29,7 @@ FIRINGS = {  # the bench's firings (bench/run.py: startup, startup_config)
     "schedule": (["run", "-n", "x", "--schedule", "* * * * *", "--catchup", "latest", "--force",
                   "--", "true"], False, ["run -- true", "with --schedule"]),
 }
+ENGINE = "with the schedule engine"  # a scheduled firing's first: it keeps the slot table
 
 
 def listed(lines: list[str]) -> list[str]:
@@ -46,6 +47,8 @@ def allowed(module: str, names: list[str]) -> bool:
 
 @pytest.mark.parametrize("firing", FIRINGS)
 def test_a_firing_loads_only_what_the_map_lists(firing, tmp_path):
+    """A scheduled firing is run twice: the first loads the engine and keeps its slot table,
+    the second reads its slots from that table and loads neither cronsim nor zoneinfo."""
     argv, with_config, lines = FIRINGS[firing]
     env = {}
     if with_config:
@@ -53,16 +56,22 @@ def test_a_firing_loads_only_what_the_map_lists(firing, tmp_path):
         config.write_text('[defaults]\nlock = "flock"\ncatchup = "latest"\nkeep-logs = "30d"\n\n'
                           + CONFIG, encoding="utf-8")
         env["CRONWRAP_CONFIG"] = str(config)
-    loaded = modules_of_a_firing(tmp_path, argv, bare=True, env=env)
-    assert "cronwrap.process.keeper" in loaded and (tmp_path / "home" / "ledger.db").exists(), \
-        "the job did not run"
-    names = listed(lines)
-    beyond = sorted(m for m in loaded - bare_interpreter() if not allowed(m, names))
-    assert not beyond, (f"a firing ({firing}) loads modules ARCHITECTURE.md §9 does not list "
-                        f"(keep them off the run path, or list them with their cost): {beyond}")
-    ours = {name for name in names if name.split(".")[0] == "cronwrap"}
-    assert ours <= loaded, f"§9 lists modules of cronwrap a firing ({firing}) no longer loads: " \
-                           f"{sorted(ours - loaded)}"
+    scheduled = "with --schedule" in lines
+    for kept, firing_lines in ((False, lines + [ENGINE] if scheduled else lines),
+                               (True, lines))[:2 if scheduled else 1]:
+        loaded = modules_of_a_firing(tmp_path, argv, bare=True, env=env)
+        assert "cronwrap.process.keeper" in loaded and (tmp_path / "home" / "ledger.db").exists(), \
+            "the job did not run"
+        names = listed(firing_lines)
+        beyond = sorted(m for m in loaded - bare_interpreter() if not allowed(m, names))
+        assert not beyond, (f"a firing ({firing}, table kept: {kept}) loads modules ARCHITECTURE.md"
+                            f" §9 does not list (keep them off the run path, or list them with "
+                            f"their cost): {beyond}")
+        ours = {name for name in names if name.split(".")[0] == "cronwrap"}
+        assert ours <= loaded, f"§9 lists modules of cronwrap a firing ({firing}, table kept: " \
+                               f"{kept}) no longer loads: {sorted(ours - loaded)}"
+    if scheduled:
+        assert not {"cronsim", "zoneinfo"} & loaded, "the second firing loaded the engine"
 
 
 def test_a_firing_reads_its_config_file_without_tomllib_once_it_has_been_parsed(tmp_path):
@@ -83,7 +92,8 @@ def test_the_list_can_fail():
     """A module off the list is found: the check above is not vacuous."""
     names = listed(["run -- true"])
     assert allowed("sqlite3.dbapi2", names) and allowed("cronwrap.run.runner", names)
-    assert allowed("re._parser", listed(["run -- true", "with --schedule"]))
+    assert allowed("re._parser", listed(["run -- true", "with --schedule", ENGINE]))
+    assert not allowed("cronsim", listed(["run -- true", "with --schedule"]))
     assert not allowed("re._parser", names) and not allowed("warnings", names)
     assert not allowed("subprocess", names) and not allowed("random", names)
     assert not allowed("json", names) and not allowed("pathlib", names)

@@ -9,7 +9,8 @@ from cronwrap.crontab.daemon import DAEMON_MEANINGS, DAEMON_VARIABLE
 from cronwrap.model import FORMAT_VERSION, STATUS_MEANINGS, Status
 from cronwrap.options import config
 from cronwrap.process import locks
-from cronwrap.run import attempt, runlog
+from cronwrap.run import attempt, runlog, tables
+from cronwrap.schedule import table
 from cronwrap.schedule.zones import ZONE_VARIABLES
 
 from tools.docs.facts import (
@@ -155,6 +156,17 @@ FILES_ENTRIES: tuple[Block, ...] = (
      "What the last config file a firing read holds, as parsed, with that file's text: the "
      "next firing of the same text reads it instead of parsing the file again (a changed "
      "file is parsed again; its values are checked every time). Safe to remove."),
+    (placeholders(f"STATE/{tables.FOLDER}/NAME"),
+     "The job's slot table: the fire times of its `--schedule` around its last firing (the "
+     "two slots at or before it and a day of slots after it, at least "
+     f"{table.MIN_AHEAD}), with each one's UTC offset and zone abbreviation, as the schedule "
+     "engine computed them. The job's next firings read their slots from it instead of "
+     "loading the engine (cronsim and zoneinfo: about a third of a firing's start), and a "
+     "firing whose question leaves it loads the engine and keeps a new one. A table is used "
+     "only with the expression, `--tz`, `CRON_TZ`, `TZ`, system zone and `PYTHONTZPATH` it "
+     "was made with, and while the zone's file in the tz database, cronsim and cronwrap are "
+     "the files that made it (an updated tzdata is read at the next firing). A manual run "
+     "reads and keeps none. Safe to remove."),
     (placeholders("STATE/serve/HOST-PORT.token"),
      "The token `serve` made at start (when not given `--token-file`), for its user to read "
      "while it runs: a new 0600 file, never written through a link, removed when `serve` "
