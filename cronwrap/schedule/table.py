@@ -17,9 +17,9 @@ Pure: no I/O (the files are run/tables.py's); every time is an argument.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from datetime import datetime, timedelta, tzinfo
 from itertools import islice
+from operator import lt
 
 from cronwrap.record import TYPE_CHECKING
 from cronwrap.schedule.instants import UTC, Slots, epoch
@@ -99,8 +99,8 @@ class SlotTable(Slots):
         if not (type(expr) is str and type(zone_name) is str and type(first) is int
                 and type(instants) is tuple and instants and type(codes) is bytes
                 and len(codes) == len(instants) and type(zones) is tuple
-                and all(type(i) is int for i in instants)
-                and first < instants[0] and list(instants) == sorted(set(instants))):
+                and set(map(type, instants)) == {int} and first < instants[0]
+                and all(map(lt, instants, instants[1:]))):  # ascending: ~50 µs for a day's
             return None
         try:
             made = tuple(Offset(*zone) for zone in zones)
@@ -135,7 +135,7 @@ class SlotTable(Slots):
 
     def lasting(self, now: datetime) -> bool:
         """Whether the table still holds LEFT slots after ``now``."""
-        return len(self.instants) - bisect_right(self.instants, epoch(now)) >= LEFT
+        return len(self.instants) - _count_to(self.instants, epoch(now)) >= LEFT
 
     def _instants(self, t: datetime, reverse: bool) -> Iterator[int]:
         when, instants = epoch(t), self.instants
@@ -143,7 +143,7 @@ class SlotTable(Slots):
         if when < self.first or (when > last if reverse else when >= last):
             yield from self.engine()._instants(t, reverse)
             return
-        k = bisect_right(instants, when)
+        k = _count_to(instants, when)
         if reverse:
             yield from reversed(instants[:k])
             yield from self.engine()._instants(datetime.fromtimestamp(self.first, UTC), True)
@@ -152,8 +152,8 @@ class SlotTable(Slots):
             yield from self.engine()._instants(datetime.fromtimestamp(last, UTC), False)
 
     def _index(self, instant: float) -> int | None:
-        k = bisect_left(self.instants, instant)
-        return k if k < len(self.instants) and self.instants[k] == instant else None
+        k = _count_to(self.instants, instant) - 1
+        return k if k >= 0 and self.instants[k] == instant else None
 
     def _at(self, instant: int) -> datetime:
         k = self._index(instant)
@@ -169,6 +169,20 @@ class SlotTable(Slots):
         if k is None:
             return self.engine().local(t)
         return t.astimezone(self.zones[self.codes[k]])
+
+
+def _count_to(instants: tuple[int, ...], when: float) -> int:
+    """How many of ``instants`` (ascending) are at or before ``when``: bisect's
+    ``bisect_right``, for the few searches of a firing without loading bisect and its C
+    half (~0.2 ms of a firing's start)."""
+    low, high = 0, len(instants)
+    while low < high:
+        middle = (low + high) // 2
+        if when < instants[middle]:
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 def tabulate(schedule: Slots, now: datetime, inputs: ZoneInputs) -> SlotTable:
