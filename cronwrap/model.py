@@ -244,13 +244,20 @@ class SlotRun(Record):
 
 
 class SlotHistory(Record):
-    """What a scheduled firing plans from: the job's newest slot seen (None: none yet), the
-    run keys of its slots since the window's start, and of those the runs abandoned (running,
-    their lease expired: their runner died), by run key, with their slot's time."""
+    """What a scheduled firing plans from: the job's newest slot seen (None: none yet);
+    ``known``, which of some run keys have a row (the ledger is asked only for the keys of the
+    slots the plan looks at, missed ones, never for the job's whole window); and the runs
+    abandoned since the window's start (running, their lease expired: their runner died),
+    by run key, with their slot's time."""
 
     last_slot: datetime | None
-    keys: set[str]
+    known: Callable[[set[str]], set[str]]
     abandoned: dict[str, datetime]
+
+
+def none_known(keys: set[str]) -> set[str]:
+    """``SlotHistory.known`` of a ledger that has no row (or no ledger)."""
+    return set()
 
 
 class Mark(Record):

@@ -118,9 +118,16 @@ class Ledger(ABC):
     @abstractmethod
     def slot_history(self, job: str, since: datetime) -> SlotHistory:
         """The newest scheduled slot seen for ``job`` (None: none yet; manual runs do not
-        count), its run keys of slots scheduled since ``since``, and which of those are
-        abandoned at the ledger's now (running, lease expired): for catch-up and takeover
-        planning.
+        count), its runs of slots scheduled since ``since`` that are abandoned at the ledger's
+        now (running, lease expired), and ``known`` (``known_keys`` of the job): for catch-up
+        and takeover planning. It reads the job's running rows, not its window's.
+
+        :raises LedgerError: nothing was read; a retry is safe.
+        """
+
+    @abstractmethod
+    def known_keys(self, job: str, keys: set[str]) -> set[str]:
+        """Those of ``keys`` that ``job`` has a row for (any status, any trigger).
 
         :raises LedgerError: nothing was read; a retry is safe.
         """

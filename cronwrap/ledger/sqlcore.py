@@ -10,13 +10,14 @@ import threading
 from abc import abstractmethod
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta, timezone
+from functools import partial
 
 from cronwrap.errors import LedgerError
 from cronwrap.ledger.base import Ledger
 from cronwrap.model import (DONE_STATUSES, Alert, AlertState, Claim, ClaimRequest, Finish,
                             JobInfo, JobSummary, Pause, Reason, Run, RunAttempt, RunTally,
                             SlotHistory, Status, Step, StepStart, Trigger, STEP_RUN, USAGE_KEYS,
-                            step_action)
+                            none_known, step_action)
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -190,12 +191,18 @@ class SqlLedger(Ledger):
         with self._tx(write=False) as cur:
             row = self._one(cur, "job_by_name", job=job)
             if row is None or row["last_slot"] is None:
-                return SlotHistory(None, set(), {})
-            rows = self._all(cur, "keys_since", job=job, since=self._to_db(since),
+                return SlotHistory(None, none_known, {})
+            rows = self._all(cur, "abandoned_since", job=job, since=self._to_db(since),
                              now=self._db_now(cur))
-        return SlotHistory(self._from_db(row["last_slot"]), {r["run_key"] for r in rows},
-                           {r["run_key"]: self._time(r["scheduled_at"]) for r in rows
-                            if r["abandoned"]})
+        return SlotHistory(self._from_db(row["last_slot"]), partial(self.known_keys, job),
+                           {r["run_key"]: self._time(r["scheduled_at"]) for r in rows})
+
+    def known_keys(self, job: str, keys: set[str]) -> set[str]:
+        if not keys:
+            return set()
+        with self._tx(write=False) as cur:
+            return {r["run_key"] for r in self._all(cur, "keys_known", job=job,
+                                                      keys=self._ids(sorted(keys)))}
 
     def job_info(self, job: str) -> JobInfo | None:
         with self._tx(write=False) as cur:
@@ -693,8 +700,8 @@ class SqlLedger(Ledger):
         """What to do about a damaged schema version."""
         return "restore it from a backup"
 
-    def _ids(self, ids: list[int]) -> Any:
-        """A list of ids as one query parameter."""
+    def _ids(self, ids: Sequence[int] | Sequence[str]) -> Any:
+        """A list of ids (or run keys) as one query parameter."""
         return ids
 
     def _lease(self, seconds: float) -> Any:

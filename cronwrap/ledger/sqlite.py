@@ -18,6 +18,7 @@ from cronwrap.paths import check_existing, open_private
 from cronwrap.record import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any, Callable, Iterator
 
     from cronwrap.ledger.sqlcore import Row
@@ -234,7 +235,7 @@ class SqliteLedger(SqlLedger):
     def _day(self, number: int) -> int:
         return number
 
-    def _ids(self, ids: list[int]) -> str:
+    def _ids(self, ids: Sequence[int] | Sequence[str]) -> str:
         return jsontext.dumps(ids)  # read back with json_each: SQLite has no array parameters
 
     def _bool(self, value: bool) -> int:

@@ -2,7 +2,8 @@
 become the runs to make and the slots to record (ARCHITECTURE.md §2 step 4).
 
 No clock and no I/O: ``now`` is an argument, the ledger's knowledge comes in as
-``last_seen`` and ``known_keys``, and the runner carries out the plan.
+``last_seen`` and ``known_keys`` (the ledger's answer to which of some run keys it has, asked
+for the keys of the slots looked at, CHUNK at a time), and the runner carries out the plan.
 
 Decisions recorded here (the spec is silent on them):
 
@@ -26,6 +27,7 @@ Decisions recorded here (the spec is silent on them):
 from __future__ import annotations
 
 from datetime import timedelta
+from itertools import chain, islice
 
 from cronwrap.errors import UsageError
 from cronwrap.model import Mark, Reason, SlotRun, Status, Trigger
@@ -45,13 +47,17 @@ from cronwrap.schedule import (
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from datetime import date as Date
+    from typing import Callable
     from datetime import datetime
 
     from cronwrap.schedule import Schedule, Slots
 
+    KnownKeys = Callable[[set[str]], set[str]]
+
 POLICIES = ("none", "latest", "all")
 MAX_MARKS = 1000
 COUNT_LIMIT = 10_000
+CHUNK = 256  # slots whose run keys the ledger is asked about at once
 
 
 class Plan(Frozen):
@@ -82,7 +88,7 @@ def plan_firing(
     *,
     key_template: str | None,
     last_seen: datetime | None,
-    known_keys: set[str],
+    known_keys: KnownKeys,
     policy: str,
     window: float,
     max_catchup: int,
@@ -93,7 +99,8 @@ def plan_firing(
     """Plan one scheduled firing at ``now``.
 
     ``last_seen`` is the last time the ledger saw this job (None: first invocation, which
-    never invents a backlog); ``known_keys`` the run keys the ledger already has a row for;
+    never invents a backlog); ``known_keys`` which run keys the ledger already has a row for
+    (a function of a set of keys: those of them it has);
     ``window`` the catch-up window in seconds (0 = unlimited; a slot exactly ``window``
     old is still inside it); ``abandoned`` the slots whose run was abandoned (its runner
     died), by run key: each one inside the window and before this firing's slot is run again
@@ -121,7 +128,7 @@ def plan_firing(
                       key=lambda run: run.scheduled_at.timestamp())
     if trigger == Trigger.CATCHUP and _too_late(now, slot, window):
         warnings.append(f"slot {slot.isoformat()} is older than --catchup-window: not run")
-        if key not in known_keys:
+        if key not in known_keys({key}):
             marks.append(Mark(key, slot, Status.SKIPPED, Reason.TOO_LATE))
     else:
         runs.append(SlotRun(key, slot, trigger))
@@ -180,13 +187,13 @@ def _on_time_in(schedule: Slots, zone_name: str, now: datetime,
 
 
 def _plan_backlog(schedule: Slots, now: datetime, slot: datetime, key: str,
-                  key_template: str | None, last_seen: datetime, known_keys: set[str],
+                  key_template: str | None, last_seen: datetime, known: KnownKeys,
                   policy: str, window: float, max_catchup: int,
                   warnings: list[str]) -> tuple[list[SlotRun], list[Mark]]:
     """Catch-up runs and marks for the slots after ``last_seen`` and before ``slot``."""
     budget = MAX_MARKS + _runs_allowed(policy, max_catchup)
     missed, unlisted = _missed_slots(schedule, now, slot, key, key_template, last_seen,
-                                     known_keys, window, budget)
+                                     known, window, budget)
     in_window = [m for m in missed if not m.too_late]
     runs, marks = _apply_policy(in_window, policy, max_catchup, warnings)
     marks += [Mark(m.run_key, m.slot, Status.SKIPPED, Reason.TOO_LATE) for m in missed if m.too_late]
@@ -209,25 +216,34 @@ def _runs_allowed(policy: str, max_catchup: int) -> int:
 
 
 def _missed_slots(schedule: Slots, now: datetime, slot: datetime, key: str,
-                  key_template: str | None, last_seen: datetime, known_keys: set[str],
+                  key_template: str | None, last_seen: datetime, known: KnownKeys,
                   window: float, budget: int) -> tuple[list[_Missed], int]:
     """Slots in (last_seen, slot) whose key the ledger does not know, one per key, oldest
     first; and how many more lie beyond ``budget`` (counted up to COUNT_LIMIT + 1)."""
     groups: dict[str, _Missed] = {}
-    slots = schedule.slots_between(last_seen, shifted(slot, -1), reverse=True)
-    for earlier in slots:
-        earlier_key = run_key(earlier, key_template)
-        if earlier_key == key or earlier_key in known_keys:
-            continue
-        late = _too_late(now, earlier, window)
-        group = groups.get(earlier_key)
-        if group is None and len(groups) >= budget:
-            return _oldest_first(groups), 1 + _count_unknown(slots, key_template, known_keys)
-        if group is None or group.too_late or not late:
-            # Walking backwards: an older slot with the same key takes over as its
-            # representative, unless it would drag an in-window key out of the window.
-            groups[earlier_key] = _Missed(earlier, earlier_key, late)
+    keyed = ((s, run_key(s, key_template))
+             for s in schedule.slots_between(last_seen, shifted(slot, -1), reverse=True))
+    for chunk, found in _looked_up(keyed, known):
+        for i, (earlier, earlier_key) in enumerate(chunk):
+            if earlier_key == key or earlier_key in found:
+                continue
+            late = _too_late(now, earlier, window)
+            group = groups.get(earlier_key)
+            if group is None and len(groups) >= budget:
+                return _oldest_first(groups), 1 + _count_unknown(chain(chunk[i + 1:], keyed),
+                                                                 known)
+            if group is None or group.too_late or not late:
+                # Walking backwards: an older slot with the same key takes over as its
+                # representative, unless it would drag an in-window key out of the window.
+                groups[earlier_key] = _Missed(earlier, earlier_key, late)
     return _oldest_first(groups), 0
+
+
+def _looked_up(keyed: Iterator[tuple[datetime, str]], known: KnownKeys
+               ) -> Iterator[tuple[list[tuple[datetime, str]], set[str]]]:
+    """(slot, key) pairs CHUNK at a time, each chunk with those of its keys the ledger has."""
+    while chunk := list(islice(keyed, CHUNK)):
+        yield chunk, known({k for _, k in chunk})
 
 
 def _slots(count: int, adjective: str = "missed") -> str:
@@ -238,14 +254,14 @@ def _oldest_first(groups: dict[str, _Missed]) -> list[_Missed]:
     return sorted(groups.values(), key=lambda m: m.slot.timestamp())
 
 
-def _count_unknown(slots: Iterator[datetime], key_template: str | None,
-                   known_keys: set[str]) -> int:
+def _count_unknown(keyed: Iterator[tuple[datetime, str]], known: KnownKeys) -> int:
     count = 0
-    for earlier in slots:
-        if run_key(earlier, key_template) not in known_keys:
-            count += 1
-            if count > COUNT_LIMIT:
-                break
+    for chunk, found in _looked_up(keyed, known):
+        for _, key in chunk:
+            if key not in found:
+                count += 1
+                if count > COUNT_LIMIT:
+                    return count
     return count
 
 

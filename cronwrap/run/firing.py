@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone, tzinfo
 
 from cronwrap.errors import UsageError
-from cronwrap.model import SlotHistory, SlotRun, Trigger
+from cronwrap.model import SlotHistory, SlotRun, Trigger, none_known
 from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ def resolve_timing(spec: JobSpec, environ: dict[str, str], recorded: JobInfo | N
 
 
 def history_since(spec: JobSpec, now: float) -> datetime:
-    """How far back plan_firing needs the ledger's run keys: the catch-up window (400 days
+    """How far back plan_firing takes over abandoned runs: the catch-up window (400 days
     when unlimited)."""
     return datetime.fromtimestamp(now, timezone.utc) - timedelta(
         seconds=spec.catchup_window or 400 * 86400.0)
@@ -116,9 +116,9 @@ def history_since(spec: JobSpec, now: float) -> datetime:
 def plan_firing(spec: JobSpec, timing: Timing, now: float,
                 history: SlotHistory | None) -> FiringPlan:
     """The slots this firing runs, in order (catch-ups oldest first, then its own slot), and
-    what catch-up records. ``history``: the ledger's newest slot of the job, its run keys
-    since ``history_since`` and the abandoned runs among them (None: the ledger is not there;
-    a scheduled firing without it plans as the job's first)."""
+    what catch-up records. ``history``: the ledger's newest slot of the job, which run keys
+    it has, and its runs abandoned since ``history_since`` (None: the ledger is not there; a
+    scheduled firing without it plans as the job's first)."""
     if timing.schedule is None:
         return FiringPlan([minute_slot(now)])
     from cronwrap.run import catchup
@@ -133,11 +133,11 @@ def plan_firing(spec: JobSpec, timing: Timing, now: float,
             refuse_future(spec, runs, now)
         return FiringPlan(runs)
     at = datetime.fromtimestamp(now, timezone.utc)
-    history = history or SlotHistory(None, set(), {})
+    history = history or SlotHistory(None, none_known, {})
     last_seen = history.last_slot
     plan = catchup.plan_firing(
         timing.schedule, at, key_template=timing.key, last_seen=last_seen,
-        known_keys=history.keys, policy=spec.catchup, window=spec.catchup_window,
+        known_keys=history.known, policy=spec.catchup, window=spec.catchup_window,
         max_catchup=spec.max_catchup, abandoned=history.abandoned,
         cron_tz_ignored_in=timing.system_zone)
     if last_seen is not None and plan.runs and plan.runs[-1].scheduled_at < last_seen:

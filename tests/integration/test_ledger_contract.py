@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from cronwrap.model import ClaimRequest, Finish, JobInfo, Mark, Reason, SlotHistory
+from cronwrap.model import ClaimRequest, Finish, JobInfo, Mark, Reason
 
 T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 _pids = itertools.count(1000)
@@ -317,13 +317,19 @@ def test_names_with_quotes_and_unicode_are_plain_data(ledger):
 
 def test_slot_history_and_marks(ledger, clock):
     since = datetime.fromtimestamp(T0 - 3600, timezone.utc)
-    assert ledger.slot_history("settle", since) == SlotHistory(None, set(), {})
+    empty = ledger.slot_history("settle", since)
+    assert (empty.last_slot, empty.known({"m1"}), empty.abandoned) == (None, set(), {})
     slot = datetime.fromtimestamp(T0 - 60, timezone.utc)
     marks = [Mark("m1", slot, "missed", None), Mark("m2", slot, "skipped", "too_late")]
     assert ledger.record_marks(req("k0"), marks) == 2
     assert ledger.record_marks(req("k0"), marks) == 0  # a slot with a row keeps it
     history = ledger.slot_history("settle", since)
-    assert history.last_slot == slot and history.keys == {"m1", "m2"} and not history.abandoned
+    assert history.last_slot == slot and not history.abandoned
+    assert history.known({"m1", "m2", "m3", "k'; --"}) == {"m1", "m2"} == \
+        ledger.known_keys("settle", {"m2", "m1"})
+    assert ledger.known_keys("settle", set()) == set() == ledger.known_keys("other", {"m1"})
+    many = {f"k{i}" for i in range(5000)} | {"m1"}  # one statement, whatever the count
+    assert ledger.known_keys("settle", many) == {"m1"}
     ledger.claim(req("later", scheduled_at=slot + timedelta(hours=1)))
     ledger.claim(req("by-hand", trigger="manual", scheduled_at=slot + timedelta(days=9),
                      overlap_skip=False))

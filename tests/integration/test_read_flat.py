@@ -164,6 +164,42 @@ def test_sqlite_plans_read_the_job_along_an_index_without_sorting_it(sqlite_big)
         ledger.close()
 
 
+def test_sqlite_a_firing_reads_as_much_history_of_a_200000_run_job_as_of_a_100_run_job(
+        sqlite_big):
+    """What a scheduled firing asks of its job's past (its newest slot, the abandoned runs of
+    its catch-up window, whether its missed slots have rows) does not grow with the job's
+    runs: a firing used to read every run key of its window (~70 ms a firing for 30 days of
+    a minutely job)."""
+    from cronwrap.ledger.sqlite import SqliteLedger
+
+    conn = sqlite3.connect(sqlite_big)
+    conn.execute("UPDATE jobs SET last_slot = ?", (T0 + BIG * 60,))
+    conn.commit()
+    conn.close()
+    ledger = SqliteLedger(sqlite_big, read_only=True)
+    steps = [0]
+
+    def count() -> int:
+        steps[0] += 1
+        return 0
+
+    asked = {"k1", "k2000", f"k{BIG // 2 + 1}", f"k{BIG - 1}", "x1", "none"}  # k2000: small's
+    found = {}
+    try:
+        for job in ("big", "small"):
+            steps[0] = 0
+            ledger.conn.set_progress_handler(count, 10)
+            history = ledger.slot_history(job, _at(-10))  # the whole job in the window
+            found[job] = history.known(asked)
+            ledger.conn.set_progress_handler(None, 0)
+            found[job + " steps"] = steps[0] * 10
+    finally:
+        ledger.close()
+    assert found["big"] == {"k1", f"k{BIG // 2 + 1}", f"k{BIG - 1}", "x1"}
+    assert found["small"] == {"k2000"}
+    assert found["big steps"] <= 3 * found["small steps"], found
+
+
 def _stat_rows(path) -> int:
     """The row count sqlite_stat1 holds for runs' (job, id) index; 0 without statistics."""
     conn = sqlite3.connect(path)
@@ -248,9 +284,15 @@ def _runs_read(dsn: str, ledger, job: str, args: dict) -> tuple[int, list[str]]:
     else:
         before = _middle(ledger, job) if args.get("before") == "middle" else 2**62
         name, params = "runs_before", dict(job=job, before=before, limit=args["limit"])
+    return _rows_read(dsn, ledger.q[name], params)
+
+
+def _rows_read(dsn: str, sql: str, params: dict) -> tuple[int, list[str]]:
+    """(rows of cronwrap_runs read, plan node types) of ``sql`` with ``params``."""
+    import psycopg
+
     with psycopg.connect(dsn) as conn:
-        ((plan,),) = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {ledger.q[name]}",
-                                  params).fetchall()
+        ((plan,),) = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params).fetchall()
     if isinstance(plan, str):
         plan = json.loads(plan)
     read, kinds = 0, []
@@ -283,6 +325,24 @@ def test_postgres_a_page_of_a_200000_run_job_reads_one_page_of_rows(pg_big, what
     finally:
         ledger.close()
     assert read <= PAGE + 1, (what, read, kinds)
+
+
+def test_postgres_a_firing_reads_its_missed_slots_and_running_rows_not_its_window(pg_big):
+    """As on SQLite: a firing's slot history reads the job's running rows and the rows of the
+    keys it asks about, never the window's (200,000 rows here)."""
+    from cronwrap.ledger.postgres import PostgresLedger
+
+    ledger = PostgresLedger(pg_big, read_only=True)
+    try:
+        assert ledger.known_keys("big", {"k1", "k2000", f"k{BIG - 1}", "nope"}) == \
+            {"k1", f"k{BIG - 1}"}  # k2000 is the small job's
+        abandoned, kinds = _rows_read(pg_big, ledger.q["abandoned_since"],
+                                      dict(job="big", since=_at(-10), now=_at(BIG + 10)))
+        known, kinds2 = _rows_read(pg_big, ledger.q["keys_known"],
+                                   dict(job="big", keys=["k1", "k2000", f"k{BIG - 1}", "nope"]))
+    finally:
+        ledger.close()
+    assert abandoned == 0 and known <= 4, (abandoned, kinds, known, kinds2)
 
 
 def _reltuples(dsn: str) -> float:

@@ -10,7 +10,7 @@ import pytest
 
 from cronwrap.errors import UsageError
 from cronwrap.model import Mark, SlotRun
-from cronwrap.run.catchup import MAX_MARKS, plan_firing, plan_manual
+from cronwrap.run.catchup import CHUNK, COUNT_LIMIT, MAX_MARKS, plan_firing, plan_manual
 from cronwrap.schedule import Schedule, run_key
 
 UTC = timezone.utc
@@ -29,7 +29,7 @@ def key(t: datetime) -> str:
 def plan(schedule=HOURLY, now=NOW, *, last_seen=at(8, 30), known=(), policy="none",
          window=0.0, max_catchup=10, key_template=None, abandoned=None):
     return plan_firing(schedule, now, key_template=key_template, last_seen=last_seen,
-                       known_keys=set(known), policy=policy, window=window,
+                       known_keys=frozenset(known).intersection, policy=policy, window=window,
                        max_catchup=max_catchup, abandoned=abandoned)
 
 
@@ -209,6 +209,31 @@ def test_long_outage_with_a_window_marks_too_late_slots_newest_first():
     assert statuses.count("missed") == 6 * 60 - 1  # 06:01 … 11:59; 06:00 is 6 h 5 s old
     assert set(statuses[: MAX_MARKS - 359]) == {"skipped"}
     assert any("older slots not listed" in w for w in result.warnings)
+
+
+def test_the_ledger_is_asked_only_about_the_slots_looked_at():
+    """Which run keys the ledger has is asked for the missed slots only, CHUNK at a time: a
+    firing on time asks nothing, a firing after ten missed hours of a minutely job asks
+    about their 599 slots, and a two-year outage stops asking once it has counted what it
+    reports (a firing used to read every run key of the job's window)."""
+    every_minute = Schedule.parse("* * * * *", ZoneInfo("UTC"), "UTC")
+    asked: list[int] = []
+
+    def known(keys: set[str]) -> set[str]:
+        asked.append(len(keys))
+        return {k for k in keys if k.endswith(":30:00Z")}
+
+    on_time = plan_firing(every_minute, NOW, key_template=None, last_seen=at(11, 59),
+                          known_keys=known, policy="latest", window=0.0, max_catchup=10)
+    assert asked == [] and on_time.marks == [] and len(on_time.runs) == 1
+    late = plan_firing(every_minute, NOW, key_template=None, last_seen=at(2), known_keys=known,
+                       policy="none", window=0.0, max_catchup=10)
+    assert asked == [CHUNK, CHUNK, 599 - 2 * CHUNK]
+    assert len(late.marks) == 599 - 10  # the :30 of each hour has a row
+    asked.clear()
+    plan_firing(every_minute, NOW, key_template=None, last_seen=NOW - timedelta(days=730),
+                known_keys=known, policy="all", window=0.0, max_catchup=10)
+    assert sum(asked) <= MAX_MARKS + 10 + COUNT_LIMIT + 2 * CHUNK, sum(asked)
 
 
 def test_counted_unlisted_slots():

@@ -869,11 +869,16 @@ SELECT name FROM cronwrap_jobs
 WHERE name = %(job)s OR left(name, length(%(job)s::text) + 1) = %(job)s::text || chr(31)
 ORDER BY name
 
--- name: keys_since
--- abandoned: running with its lease expired (its runner died); the next firing takes it over.
-SELECT run_key, scheduled_at,
-  (status = 'running' AND (locked_until IS NULL OR locked_until <= %(now)s)) AS abandoned
-FROM cronwrap_runs WHERE job = %(job)s AND scheduled_at >= %(since)s
+-- name: abandoned_since
+-- The job's runs abandoned (running with the lease expired: the runner died) whose slot is at or
+-- after %(since)s; the next firing takes them over. Only running rows are read (sqlite.sql).
+SELECT run_key, scheduled_at FROM cronwrap_runs
+WHERE job = %(job)s AND status = 'running' AND (locked_until IS NULL OR locked_until <= %(now)s)
+  AND scheduled_at >= %(since)s
+
+-- name: keys_known
+-- Which of %(keys)s the job has a row for: along the (job, run_key) key.
+SELECT run_key FROM cronwrap_runs WHERE job = %(job)s AND run_key = ANY(%(keys)s)
 
 -- name: overview
 -- One row per job with its last run's row (skips are not runs; all NULL without one) and its

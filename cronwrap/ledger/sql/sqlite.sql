@@ -605,11 +605,17 @@ SELECT name FROM jobs
 WHERE name = :job OR substr(name, 1, length(:job) + 1) = :job || char(31)
 ORDER BY name
 
--- name: keys_since
--- abandoned: running with its lease expired (its runner died); the next firing takes it over.
-SELECT run_key, scheduled_at,
-  (status = 'running' AND (locked_until IS NULL OR locked_until <= :now)) AS abandoned
-FROM runs WHERE job = :job AND scheduled_at >= :since
+-- name: abandoned_since
+-- The job's runs abandoned (running with the lease expired: the runner died) whose slot is at or
+-- after :since; the next firing takes them over. Only running rows are read (issue 24: a firing
+-- read every run key of its window, ~70 ms for 30 days of a minutely job).
+SELECT run_key, scheduled_at FROM runs
+WHERE job = :job AND status = 'running' AND (locked_until IS NULL OR locked_until <= :now)
+  AND scheduled_at >= :since
+
+-- name: keys_known
+-- Which of :keys (a JSON array) the job has a row for: along the (job, run_key) key.
+SELECT run_key FROM runs WHERE job = :job AND run_key IN (SELECT value FROM json_each(:keys))
 
 -- name: overview
 -- One row per job with its last run's row (skips are not runs; all NULL without one) and its
