@@ -47,8 +47,8 @@ from cronwrap.schedule import (
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from datetime import date as Date
-    from typing import Callable
     from datetime import datetime
+    from typing import Callable
 
     from cronwrap.schedule import Schedule, Slots
 

@@ -189,11 +189,13 @@ def take_lock(inv: Invocation) -> LocalLock:
 
 
 def history(inv: Invocation, ledger: base.Ledger | None) -> SlotHistory | None:
-    """What plan_firing needs of the ledger: the job's newest slot, recent run keys, and the
-    abandoned runs among them."""
+    """What plan_firing needs of the ledger: the job's newest slot, its abandoned runs, and
+    which run keys it has (asked while planning: each question retried as the first)."""
     if ledger is None or inv.timing.schedule is None or is_manual(inv.spec):
         return None
-    return once_more(ledger.slot_history, inv.job, history_since(inv.spec, inv.now))
+    found = once_more(ledger.slot_history, inv.job, history_since(inv.spec, inv.now))
+    known = found.known
+    return SlotHistory(found.last_slot, lambda keys: once_more(known, keys), found.abandoned)
 
 
 def run_slots(inv: Invocation, ledger: base.Ledger | None, timing: Timing,

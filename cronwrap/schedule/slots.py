@@ -168,9 +168,6 @@ class Schedule(Slots):
     def _at(self, instant: int) -> datetime:
         return datetime.fromtimestamp(instant, self.zone)
 
-    def engine(self) -> Schedule:
-        return self
-
     def local(self, t: datetime) -> datetime:
         return t.astimezone(self.zone)
 

@@ -112,8 +112,8 @@ def test_combinations_of_options_are_a_value_or_a_clean_error(given):
         now = datetime(2026, 3, 29, 1, 30, tzinfo=UTC)
         try:
             plan_firing(timing.schedule, now, key_template=job.key, last_seen=now - timedelta(days=3),
-                        known_keys=frozenset().intersection, policy=job.catchup, window=job.catchup_window,
-                        max_catchup=job.max_catchup)
+                        known_keys=frozenset().intersection, policy=job.catchup,
+                        window=job.catchup_window, max_catchup=job.max_catchup)
         except CronwrapError:
             pass
 

@@ -99,9 +99,10 @@ def test_a_firing_plans_from_a_table_as_from_the_engine(zone, expr, moment, made
     keys = {run_key(s, template) for s in earlier[::max(1, known)]} if known else set()
     abandoned = {run_key(earlier[1], template): earlier[1]} if len(earlier) > 1 else None
     table = kept(schedule, now + timedelta(seconds=made))
-    plans = [plan_firing(s, now, key_template=template, last_seen=last_seen, known_keys=keys.intersection,
-                         policy=policy, window=86400.0 * 2, max_catchup=3, abandoned=abandoned,
-                         cron_tz_ignored_in=None) for s in (schedule, table)]
+    plans = [plan_firing(s, now, key_template=template, last_seen=last_seen,
+                         known_keys=keys.intersection, policy=policy, window=86400.0 * 2,
+                         max_catchup=3, abandoned=abandoned, cron_tz_ignored_in=None)
+             for s in (schedule, table)]
     assert plan_shown(plans[1]) == plan_shown(plans[0])
 
 
@@ -124,8 +125,8 @@ def test_a_firing_inside_the_stretch_reads_only_the_table(zone, expr):
                 break
             before = schedule.prev_at_or_before(slot - timedelta(seconds=1))
             plan = plan_firing(table, slot + timedelta(seconds=4), key_template=None,
-                               last_seen=before, known_keys=frozenset().intersection, policy="latest", window=0.0,
-                               max_catchup=1)
+                               last_seen=before, known_keys=frozenset().intersection,
+                               policy="latest", window=0.0, max_catchup=1)
             table.next_after(plan.runs[-1].scheduled_at)  # the retry deadline's question
             assert [shown(r.scheduled_at) for r in plan.runs] == [shown(schedule.local(slot))] \
                 and plan.matched
