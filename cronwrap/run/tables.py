@@ -45,8 +45,8 @@ def _signature(path: str) -> Signature:
 
 
 class TableStore:
-    """The tables of job ``name`` in ``state``: ``find`` one for a schedule, ``keep`` a new
-    one after the firing when it needed the engine or its table runs out."""
+    """The table of job ``name`` in ``state``: ``find`` it for a schedule, ``refresh`` it
+    after the firing when the firing needed the engine or the table runs out."""
 
     def __init__(self, state: str, name: str) -> None:
         self.path = os.path.join(state, FOLDER, file_name(name))
@@ -63,7 +63,7 @@ class TableStore:
             key, sources, data = marshal.loads(blob)
         except (ValueError, EOFError, TypeError):
             return None
-        if key != (*_FORMAT, os.environ.get("PYTHONTZPATH")) or type(data) is not tuple \
+        if key != _key() or type(data) is not tuple \
                 or data[:2] != (expr, inputs) or type(sources) is not tuple:
             return None
         for source in sources:
@@ -85,8 +85,13 @@ class TableStore:
         files = [zone_file, sys.executable,
                  *(getattr(sys.modules.get(name), "__file__", None) or "" for name in _ENGINE)]
         sources = tuple((path, _signature(path)) for path in files)
-        keep(self.path, marshal.dumps(((*_FORMAT, os.environ.get("PYTHONTZPATH")), sources,
-                                       table.data())))
+        keep(self.path, marshal.dumps((_key(), sources, table.data())))
+
+
+def _key() -> tuple[str, str, str | None]:
+    """What a table must match besides its schedule and files: its format, the interpreter's
+    (marshal's), and zoneinfo's search path as the environment sets it."""
+    return (*_FORMAT, os.environ.get("PYTHONTZPATH"))
 
 
 def _zone_file(key: str) -> str | None:
