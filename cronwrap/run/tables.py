@@ -16,7 +16,8 @@ import marshal
 import os
 import sys
 
-from cronwrap.paths import file_name, keep, read_kept
+from cronwrap.errors import PathError
+from cronwrap.paths import ensure_private_dir, file_name, keep, read_kept
 from cronwrap.record import TYPE_CHECKING
 from cronwrap.schedule.table import SlotTable, tabulate
 
@@ -77,6 +78,12 @@ class TableStore:
         table, one that no longer held, a query beyond it) or runs out soon."""
         if self.inputs is None or isinstance(schedule, SlotTable) \
                 and not schedule.engine_loaded and schedule.lasting(now):
+            return
+        folder = os.path.dirname(self.path)
+        try:  # a table is ~2 ms to make for a minutely job: not for a folder it cannot go in
+            if not os.access(ensure_private_dir(folder), os.W_OK):
+                return
+        except PathError:
             return
         zone_file = _zone_file(schedule.zone_name)
         if zone_file is None:  # the zone is not a file (the tzdata package's): no table
