@@ -12,11 +12,10 @@ from cronwrap.record import TYPE_CHECKING, Record
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Callable
 
     from cronwrap.model import JobInfo, Mark
     from cronwrap.options.spec import JobSpec
-    from typing import Callable
-
     from cronwrap.schedule import Slots
     from cronwrap.schedule.table import ZoneInputs
 
