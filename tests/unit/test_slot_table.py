@@ -7,6 +7,7 @@ And inside its stretch it does not load the engine at all: the table is what a f
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from itertools import islice
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -93,8 +94,9 @@ def test_a_firing_plans_from_a_table_as_from_the_engine(zone, expr, moment, made
     schedule = engine(expr, zone)
     own = schedule.prev_at_or_before(moment)
     now = own + timedelta(seconds=late)
-    earlier = list(__import__("itertools").islice(schedule.slots_between(
-        own - timedelta(days=400), own - timedelta(seconds=1), reverse=True), back + 1))
+    earlier = list(islice(schedule.slots_between(own - timedelta(days=400),
+                                                 own - timedelta(seconds=1), reverse=True),
+                          back + 1))
     last_seen = earlier[-1] if earlier else None
     keys = {run_key(s, template) for s in earlier[::max(1, known)]} if known else set()
     abandoned = {run_key(earlier[1], template): earlier[1]} if len(earlier) > 1 else None
