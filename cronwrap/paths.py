@@ -8,6 +8,7 @@ user can neither plant a symlink nor pre-create a file that cronwrap would then 
 from __future__ import annotations
 
 import errno
+import marshal
 import os
 import stat
 from cronwrap.record import TYPE_CHECKING, Record
@@ -17,6 +18,7 @@ from cronwrap.model import valid_name
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -189,26 +191,39 @@ def check_existing(path: str) -> None:
         raise PathError(problem)
 
 
-def read_kept(path: str, limit: int) -> bytes | None:
-    """What cronwrap kept in ``path`` for a later firing (``keep``), up to ``limit`` bytes;
-    None when there is nothing, or nothing cronwrap may trust (it is read as cronwrap's own
-    files are: a private regular file, no symlink)."""
+def read_kept(path: str, limit: int, key: object) -> tuple[object, ...] | None:
+    """What cronwrap kept in ``path`` for a later firing (``keep``) under ``key``: the values
+    kept with it; None when there is nothing, nothing cronwrap may trust (it is read as
+    cronwrap's own files are: a private regular file, no symlink, at most ``limit`` bytes),
+    or what was kept under another key (another format, interpreter or input)."""
     try:
         fd = open_private(path, os.O_RDONLY)
     except PathError:  # none yet, or not one cronwrap may trust
         return None
     try:
-        return os.read(fd, limit)
+        blob = os.read(fd, limit)
     except OSError:
         return None
     finally:
         os.close(fd)
+    try:
+        found = marshal.loads(blob)
+    except (ValueError, EOFError, TypeError):
+        return None
+    if type(found) is not tuple or not found or found[0] != key:
+        return None
+    return found[1:]
 
 
-def keep(path: str, blob: bytes) -> None:
-    """Keep ``blob`` in ``path`` for a later firing, written whole (a temporary file and a
-    rename), in a private directory made if missing. A state directory that cannot be
-    written keeps nothing: what was to be kept is only made again next time."""
+def keep(path: str, key: Any, *values: Any) -> None:
+    """Keep ``values`` in ``path`` under ``key`` for a later firing (marshal: a builtin
+    module, nothing to import), written whole (a temporary file and a rename), in a private
+    directory made if missing. What marshal cannot keep, or a state directory that cannot be
+    written, keeps nothing: it is only made again next time."""
+    try:
+        blob = marshal.dumps((key, *values))
+    except ValueError:
+        return
     temporary = f"{path}.{os.getpid()}"
     try:
         ensure_private_dir(os.path.dirname(path))

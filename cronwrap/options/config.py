@@ -22,7 +22,6 @@ the floor wrapper's own work). The checks of the values are made every time.
 
 from __future__ import annotations
 
-import marshal
 import os
 import stat
 import sys
@@ -230,24 +229,17 @@ def _parse_toml(text: str, path: str) -> dict[str, Any]:
 def _cached(cache: str, text: str) -> dict[str, Any] | None:
     """The parse of ``text`` kept in ``cache``; None when it holds another text, another
     interpreter's, or nothing cronwrap wrote."""
-    blob = read_kept(cache, 4 * CONFIG_MAX)
-    if blob is None:
+    found = read_kept(cache, 4 * CONFIG_MAX, _CACHE_KEY)
+    if found is None or len(found) != 2:
         return None
-    try:
-        key, source, data = marshal.loads(blob)
-    except (ValueError, EOFError, TypeError):
-        return None
-    return data if key == _CACHE_KEY and source == text and isinstance(data, dict) else None
+    source, data = found
+    return data if source == text and isinstance(data, dict) else None
 
 
 def _keep(cache: str, text: str, data: dict[str, Any]) -> None:
     """Keep the parse of ``text`` for the next firing. A file marshal cannot keep (a TOML
     date, which the checks refuse anyway) is parsed again next time."""
-    try:
-        blob = marshal.dumps((_CACHE_KEY, text, data))
-    except ValueError:
-        return
-    keep(cache, blob)
+    keep(cache, _CACHE_KEY, text, data)
 
 
 def _load_job(config: Config, name: str, section: Any, where: _Locator) -> None:

@@ -12,7 +12,6 @@ keep a new table. Tables are read and written as cronwrap's own files are (paths
 
 from __future__ import annotations
 
-import marshal
 import os
 import sys
 
@@ -57,15 +56,11 @@ class TableStore:
         """The table of ``expr`` in the zone ``inputs`` name; None when there is none that
         still holds (then the firing loads the engine)."""
         self.inputs = inputs
-        blob = read_kept(self.path, _LIMIT)
-        if blob is None:
+        found = read_kept(self.path, _LIMIT, _key())
+        if found is None or len(found) != 2:
             return None
-        try:
-            key, sources, data = marshal.loads(blob)
-        except (ValueError, EOFError, TypeError):
-            return None
-        if key != _key() or type(data) is not tuple \
-                or data[:2] != (expr, inputs) or type(sources) is not tuple:
+        sources, data = found
+        if type(data) is not tuple or data[:2] != (expr, inputs) or type(sources) is not tuple:
             return None
         for source in sources:
             if type(source) is not tuple or len(source) != 2 or type(source[0]) is not str \
@@ -92,7 +87,7 @@ class TableStore:
         files = [zone_file, sys.executable,
                  *(getattr(sys.modules.get(name), "__file__", None) or "" for name in _ENGINE)]
         sources = tuple((path, _signature(path)) for path in files)
-        keep(self.path, marshal.dumps((_key(), sources, table.data())))
+        keep(self.path, _key(), sources, table.data())
 
 
 def _key() -> tuple[str, str, str | None]:
