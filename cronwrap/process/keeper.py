@@ -1,7 +1,8 @@
 """The keeper: a process of its own that owns the job's life (ARCHITECTURE.md §6).
 
 The wrapper forks it before the job starts (supervise.py). It makes itself the job's child
-subreaper, spawns the job in a session of its own, and from then on it alone decides when the
+subreaper, spawns the job in a process group of its own (a session where the OS has no
+subreaper: ``procs.spawn_job``), and from then on it alone decides when the
 job is ended: at ``--timeout``, at a signal the wrapper forwards, at a stop the wrapper asks
 for (a lost lease), when the job's main process leaves descendants behind, and when the
 wrapper itself dies. It reaps, finds the tree (procs.Tree), signals and KILLs; once the tree
@@ -22,8 +23,11 @@ no longer renew its lease — and KILLs, after the grace, every process it saw i
 To the wrapper (``report``) go JSON lines: the job's PID and start time once it is spawned,
 then how it ended.
 
-The keeper leaves the wrapper's session: a KILL sent to the wrapper's whole process group
-leaves it to end the job. Signals sent to the keeper itself (``pkill cronwrap``) are caught and
+The keeper leaves the wrapper's process group: a KILL sent to the wrapper's whole group
+leaves it to end the job. Where cronwrap has a controlling terminal (run by hand), the keeper
+starts a session of its own, which has none: the terminal's signals (Ctrl-C, a hang-up) and its
+job control (a stop for reading it) reach neither the keeper nor the job, and the job gets a
+signal from the terminal once, forwarded by the wrapper. Signals sent to the keeper itself (``pkill cronwrap``) are caught and
 dropped: the wrapper forwards what it gets. One that was ignored when cronwrap started stays
 ignored, for the keeper and for the job (GNU timeout's rule).
 """
@@ -66,7 +70,7 @@ FORWARDED_SIGNALS = tuple(
         *range(getattr(signal, "SIGRTMIN", 0), getattr(signal, "SIGRTMAX", -1) + 1),
     ) if sig is not None
 )
-# Job control must not stop the wrapper while its job (in a session of its own) runs on
+# Job control must not stop the wrapper while its job (out of the wrapper's group) runs on
 # unsupervised: caught and ignored (a caught signal is reset to its default in the job at exec).
 IGNORED_SIGNALS = (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
 # Caught so that one sent from outside neither ends the process nor reaches the job.
@@ -168,10 +172,14 @@ def keep(spec: SuperviseSpec, control: int, report: int, stdout: int, stderr: in
     """The keeper process's life, from the fork to its exit status."""
     procs.keep_only_fds(0, 1, 2, control, report, stdout, stderr, *spec.pass_fds)
     procs.name_process("cronwrap-keeper")
-    # Out of the wrapper's process group and terminal: a KILL of the wrapper's whole group (a
-    # service manager, an outer timeout -s KILL) leaves the keeper to end the job, and a Ctrl-C
-    # reaches the job once, forwarded by the wrapper.
-    os.setsid()
+    # Out of the wrapper's process group: a KILL of the wrapper's whole group (a service
+    # manager, an outer timeout -s KILL) leaves the keeper to end the job. Out of its session
+    # only when it has a terminal to leave (a Ctrl-C reaches the job once, forwarded by the
+    # wrapper): setsid costs ~3.4 ms where scheduler autogroups are on (procs.spawn_job).
+    if procs.controlling_terminal():
+        os.setsid()
+    else:
+        os.setpgid(0, 0)
     wakeup_read, wakeup_write = procs.pipe(nonblock=True)
     signal.set_wakeup_fd(wakeup_write, warn_on_full_buffer=False)  # SIGCHLD wakes the loop
     for signum in (*FORWARDED_SIGNALS, *IGNORED_SIGNALS, *OWN_SIGNALS, signal.SIGCHLD):
@@ -233,8 +241,12 @@ class Keeper:
         """Start the job; an Outcome only when it could not be executed."""
         spec = self.spec
         try:
+            # A process group of the job's own, which with the subreaper finds its whole tree;
+            # without one (macOS, the BSDs), a session, which still finds an exited shell's
+            # orphans.
             self._main_pid = procs.spawn_job(spec.argv, spec.env, stdout=stdout, stderr=stderr,
-                                             cwd=spec.cwd, pass_fds=spec.pass_fds)
+                                             cwd=spec.cwd, pass_fds=spec.pass_fds,
+                                             session=not self._subreaper)
         except OSError as exc:
             return spawn_failure(spec, exc)
         for fd in spec.pass_fds:  # the job's now (the flock): held by it alone, so the lock is

@@ -16,8 +16,9 @@ ended and holds nothing, whoever fails to reap it: it is never alive, but its ch
 
 The job's tree (``Tree``) is found afresh at every look: every live descendant of the wrapper
 (which, as a child subreaper, becomes the parent of every orphan of the job: ``Subreaper``),
-and every live member of the job's session and their descendants. Where the OS has no
-subreaper, the session is what still finds the orphans of an exited shell.
+and every live member of the job's process group or session and their descendants. Where the
+OS has no subreaper, the job starts a session of its own, which still finds the orphans of an
+exited shell.
 """
 
 from __future__ import annotations
@@ -418,10 +419,10 @@ def _ignore_gone(send: Callable[[int, int], None], target: int, signum: int) -> 
 class Tree:
     """The live processes of one job (or hook), found afresh at every look.
 
-    leader: the job's main process, which started a session (and process group) of its own;
-    its session's members and their descendants belong to the tree. A session ID is not
-    reused while a member of it lives (POSIX); one that another process now leads (same PID,
-    other start time) is not the job's. root: a process whose descendants all belong to the
+    leader: the job's main process, which started a process group of its own, or a session
+    (``spawn_job``); the members of its group or session and their descendants belong to the
+    tree. Neither ID is reused while a member lives (POSIX); one that another process now
+    leads (same PID, other start time) is not the job's. root: a process whose descendants all belong to the
     tree (the wrapper, their subreaper); with_root: the root itself is a member too (a holder
     wrapper that ``--overlap replace`` ends with its job). group: the caller has not reaped
     the leader, so the group ID is still the leader's and a signal can go to the whole group.
@@ -445,7 +446,7 @@ class Tree:
             if self.with_root and root.pid in by_pid:
                 pending.append(by_pid[root.pid])
         if self.leader.pid > 0 and _is(by_pid.get(self.leader.pid), self.leader):
-            pending += [proc for proc in procs if proc.sid == self.leader.pid]
+            pending += [proc for proc in procs if self.leader.pid in (proc.sid, proc.pgid)]
         found: dict[int, Proc] = {}
         while pending:
             proc = pending.pop()
@@ -556,19 +557,26 @@ _SPAWNED: list[object] = []
 
 
 def spawn_job(argv: list[str], env: dict[str, str], *, stdout: int, stderr: int,
-              cwd: str | None = None, pass_fds: tuple[int, ...] = ()) -> int:
+              cwd: str | None = None, pass_fds: tuple[int, ...] = (),
+              session: bool = True) -> int:
     """``spawn`` for the keeper, which reaps its children itself: the job's PID. Through
     ``os.posix_spawn``, not subprocess: a firing then imports no subprocess (2.0 ms, issue 24:
     bench/results.md), and no child closes descriptors one by one: the keeper holds only
     0-2, ``pass_fds`` and close-on-exec ones (PEP 446, ``keep_only_fds``), and the job gets
-    0-2 and ``pass_fds``. What ``spawn`` does, the same way: a session of its own, SIGPIPE
-    and SIGXFSZ back to their defaults, ``argv[0]`` looked up in ``env``'s PATH as execvp(3)
-    does (a file found but not executable is a PermissionError unless a later directory has
-    one), a script without "#!" run by /bin/sh. ``cwd``: the calling process changes to it
-    first (the keeper's own directory is nobody's concern), as the child would."""
+    0-2 and ``pass_fds``. What ``spawn`` does, the same way: SIGPIPE and SIGXFSZ back to
+    their defaults, ``argv[0]`` looked up in ``env``'s PATH as execvp(3) does (a file found
+    but not executable is a PermissionError unless a later directory has one), a script
+    without "#!" run by /bin/sh. ``cwd``: the calling process changes to it first (the
+    keeper's own directory is nobody's concern), as the child would.
+
+    ``session``: the job starts a session of its own, as ``spawn`` does; otherwise a process
+    group of its own. A caller with a subreaper asks for the group: setsid(2) costs ~3.4 ms
+    where the kernel's scheduler autogroups are on (the default of most distributions: each
+    session gets a scheduling group; measured 3.4 ms against 0.2 for a new group, posix_spawn
+    of true, median of 40, and 0.18 with autogroups off), a tenth of a firing."""
     if POSIX_SPAWN:
         try:
-            return _posix_spawn(argv, env, stdout, stderr, cwd, pass_fds)
+            return _posix_spawn(argv, env, stdout, stderr, cwd, pass_fds, session)
         except NotImplementedError:  # no POSIX_SPAWN_SETSID in this libc
             pass
     proc = spawn(argv, env, stdout=stdout, stderr=stderr, cwd=cwd, pass_fds=pass_fds)
@@ -577,7 +585,7 @@ def spawn_job(argv: list[str], env: dict[str, str], *, stdout: int, stderr: int,
 
 
 def _posix_spawn(argv: list[str], env: dict[str, str], stdout: int, stderr: int,
-                 cwd: str | None, pass_fds: tuple[int, ...]) -> int:
+                 cwd: str | None, pass_fds: tuple[int, ...], session: bool) -> int:
     if cwd is not None:
         os.chdir(cwd)
     for fd in pass_fds:
@@ -586,6 +594,7 @@ def _posix_spawn(argv: list[str], env: dict[str, str], stdout: int, stderr: int,
     # (glibc's posix_spawn leaves its two internal signals, 32 and 33, below SIGRTMIN, ignored
     # in the job, as subprocess's own posix_spawn does; no glibc program can use them.)
     defaults = (signal.SIGPIPE, signal.SIGXFSZ)
+    apart: dict[str, Any] = {"setsid": True} if session else {"setpgroup": 0}
     name = argv[0]
     candidates = [name] if "/" in name else [
         os.path.join(directory or ".", name) for directory in exec_path(env)]
@@ -594,12 +603,12 @@ def _posix_spawn(argv: list[str], env: dict[str, str], stdout: int, stderr: int,
         if len(candidates) > 1 and not os.path.exists(candidate):
             continue
         try:
-            return os.posix_spawn(candidate, argv, env, file_actions=actions, setsid=True,
-                                  setsigdef=defaults)
+            return os.posix_spawn(candidate, argv, env, file_actions=actions,
+                                  setsigdef=defaults, **apart)
         except OSError as exc:
             if exc.errno == errno.ENOEXEC:
                 return os.posix_spawn("/bin/sh", ["/bin/sh", candidate, *argv[1:]], env,
-                                      file_actions=actions, setsid=True, setsigdef=defaults)
+                                      file_actions=actions, setsigdef=defaults, **apart)
             if exc.errno in (errno.ENOENT, errno.ENOTDIR):
                 continue
             if exc.errno != errno.EACCES or len(candidates) == 1:
@@ -608,6 +617,16 @@ def _posix_spawn(argv: list[str], env: dict[str, str], stdout: int, stderr: int,
     if refused is not None:
         raise refused
     raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+
+
+def controlling_terminal() -> bool:
+    """Whether this process has a controlling terminal: opening /dev/tty fails with ENXIO when
+    it has none (cron, systemd, a container without -t). True when that cannot be told."""
+    try:
+        os.close(os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC))
+    except OSError as exc:
+        return exc.errno != errno.ENXIO
+    return True
 
 
 def exec_path(env: dict[str, str]) -> list[str]:

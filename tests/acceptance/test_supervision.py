@@ -177,6 +177,79 @@ def test_a_signal_not_ignored_at_start_is_still_forwarded(cw, tmp_path):
         kill_wrapper(proc)
 
 
+# -- process groups and sessions ------------------------------------------------------------
+# Under cron (no controlling terminal) the keeper and the job each lead a process group of
+# their own in the wrapper's session: setsid(2) would cost each ~3.4 ms where the scheduler's
+# autogroups are on. Run by hand in a terminal, the keeper leaves the terminal's session.
+
+IDS = ("import os; k = os.getppid(); "
+       "print(os.getpid(), os.getpgid(0), os.getsid(0), k, os.getpgid(k), os.getsid(k))")
+
+
+def test_without_a_terminal_the_keeper_and_the_job_lead_groups_of_their_own(cw):
+    wrapper = cw.popen("run", "-n", "ids", "--", sys.executable, "-c", IDS,
+                       start_new_session=True)  # no terminal; the wrapper leads its session
+    out, err = wrapper.communicate(timeout=60)
+    assert wrapper.returncode == 0, err
+    job, job_group, job_session, keeper, keeper_group, keeper_session = map(int, out.split())
+    assert (job_group, keeper_group) == (job, keeper)  # a KILL of the wrapper's group misses both
+    assert job_session == keeper_session == wrapper.pid  # and no setsid was paid for
+
+
+def test_run_by_hand_in_a_terminal_the_job_reads_it_and_gets_ctrl_c_once_forwarded(cw):
+    """The keeper leaves the terminal's session, so the job, though not in the foreground
+    process group, is not stopped for reading the terminal (SIGTTIN), and the terminal's
+    Ctrl-C reaches it once, through the wrapper."""
+    import pty
+    import select
+
+    job = ("import os, signal, sys, time; k = os.getppid()\n"
+           "print(f'keeper leads its session: {os.getsid(k) == k}', flush=True)\n"
+           "print(f'read: {sys.stdin.readline().strip()}', flush=True)\n"
+           "got = []\n"
+           "signal.signal(signal.SIGINT, lambda *a: got.append(1))\n"
+           "print('waiting', flush=True)\n"
+           "while not got: time.sleep(0.01)\n"
+           "time.sleep(0.5)\n"  # a second INT, had there been one, comes in this time
+           "print(f'interrupts: {len(got)}', flush=True)\n"
+           "sys.exit(7)\n")
+    pid, master = pty.fork()  # the child leads a session whose terminal is the pty
+    if pid == 0:
+        try:
+            os.execve(cw.argv[0], [*cw.argv, "run", "-n", "tty", "--", sys.executable, "-c",
+                                   job], cw.env())
+        finally:
+            os._exit(127)
+    out = b""
+
+    def seen(text: bytes) -> bool:
+        nonlocal out
+        try:
+            if select.select([master], [], [], 0.1)[0]:
+                out += os.read(master, 65536)
+        except OSError:  # EIO: the terminal's last holder closed it
+            pass
+        return text in out
+
+    try:
+        wait_for(lambda: seen(b"session: ") and b"\n" in out.split(b"session: ")[1],
+                 timeout=30, what="the job")
+        os.write(master, b"typed\n")
+        wait_for(lambda: seen(b"waiting\r\n"), timeout=30, what="the job to read the terminal")
+        os.write(master, b"\x03")  # Ctrl-C: SIGINT to the terminal's foreground group
+        _, status = os.waitpid(pid, 0)
+        seen(b"")  # what is left in the pty's buffer
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.close(master)
+    assert b"keeper leads its session: True\r\n" in out and b"read: typed\r\n" in out, out
+    assert b"interrupts: 1\r\n" in out, out
+    assert os.waitstatus_to_exitcode(status) == 7
+
+
 # -- the wrapper SIGKILLed -------------------------------------------------------------------
 
 @pytest.mark.parametrize("victim", ["wrapper", "its process group"])

@@ -60,7 +60,7 @@ def test_nothing_is_signalled_by_pid_0_or_a_group_0():
     assert procs.Tree(procs.ProcessId(0, 0)).members() == []
 
 
-def _spawned(tmp_path, argv, env, pass_fds=(), keep=()):
+def _spawned(tmp_path, argv, env, pass_fds=(), keep=(), session=True):
     """Run ``procs.spawn_job`` in a child, as the keeper does (it changes the caller's
     directory and descriptors), holding 0-2, ``pass_fds`` and ``keep`` only: the job's exit
     status and what it wrote, or the error."""
@@ -72,7 +72,8 @@ def _spawned(tmp_path, argv, env, pass_fds=(), keep=()):
             fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC)
             procs.keep_only_fds(0, 1, 2, write_end, fd, *pass_fds, *keep)
             try:
-                job = procs.spawn_job(argv, env, stdout=fd, stderr=fd, pass_fds=pass_fds)
+                job = procs.spawn_job(argv, env, stdout=fd, stderr=fd, pass_fds=pass_fds,
+                                      session=session)
             except OSError as exc:
                 os.write(write_end, f"{type(exc).__name__}".encode())
                 os._exit(0)
@@ -120,3 +121,13 @@ def test_the_job_gets_its_own_session_default_sigpipe_and_only_its_descriptors(t
     assert not int(ignored[1].split()[1], 16) & (1 << (signal.SIGPIPE - 1))
     fields = stat[1][stat[1].rindex(")") + 2:].split()
     assert fields[3] == stat[1].split()[0]  # the session's ID is its own PID
+
+
+def test_a_job_spawned_without_a_session_leads_a_process_group_in_its_spawners(tmp_path):
+    """What the keeper asks for where it is the subreaper: setsid is dear (procs.spawn_job)."""
+    status, stat = _spawned(tmp_path, ["cat", "/proc/self/stat"], {"PATH": "/usr/bin:/bin"},
+                            session=False)
+    assert status == "0"
+    pid, (group, session) = stat.split()[0], stat[stat.rindex(")") + 2:].split()[2:4]
+    assert group == pid  # a group of its own: the keeper signals it whole
+    assert session == str(os.getsid(0))  # the spawner's (_spawned forks this process)
