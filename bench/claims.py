@@ -11,9 +11,7 @@ in the same run, interleaved:
   connection as a firing's is (``PostgresLedger(url)``, ``claim()``, ``finish()``), against the
   same processes doing connect + the bare insert (``claim_timer.py … floor``). Budget: claim
   p95 ≤ 2× the floor's p95. Directly and through PgBouncer.
-- firing: ``cronwrap run -n x --force -- true`` on a PostgreSQL ledger against
-  ``pg_floor_wrapper.py`` (connect, one INSERT … ON CONFLICT, spawn, one UPDATE). Budget
-  ≤ 1.1×. Beside it: ``python -c 'import psycopg'`` against ``python -c pass``.
+(The PostgreSQL firing against ``pg_floor_wrapper.py`` is run.py's ``startup_pg``.)
 """
 
 from __future__ import annotations
@@ -32,7 +30,7 @@ LEVELS = (1, 10, 50)
 # lean: bench/claim_lean.py's one-statement claim, an experiment beside cronwrap's (no verdict);
 # fn: the pinned function on a bare psycopg connection (the server's share of cronwrap's claim)
 MODES = ("floor", "writes", "ledger", "lean", "fn")
-RATE_BUDGET, P50_BUDGET, P95_BUDGET, FIRING_BUDGET = 0.8, 1.5, 2.0, 1.1
+RATE_BUDGET, P50_BUDGET, P95_BUDGET = 0.8, 1.5, 2.0
 
 
 def claims(bench) -> None:
@@ -60,7 +58,6 @@ def claims(bench) -> None:
         if bouncer is not None:
             bouncer.stop()
     paths_row(bench)
-    firing_row(bench)
 
 
 def paths_row(bench) -> None:
@@ -205,32 +202,3 @@ def race_rows(bench, targets: dict[str, tuple[str, str]]) -> None:
                   f"{statistics.median(f_con):.2f}; {rounds} rounds, load "
                   f"{min(loads):.1f}–{max(loads):.1f}",
                   f"claim p95 ≤ {P95_BUDGET}x the bare insert's", ratio <= P95_BUDGET)
-
-
-def firing_row(bench) -> None:
-    n = 15 if bench.quick else 40
-    url = bench.create_database("pgfloor")
-    session = bench.admin_session(url.rsplit("/", 1)[1])
-    session.query("CREATE TABLE floor_runs (id bigserial PRIMARY KEY, job text NOT NULL, "
-                  "run_key text NOT NULL, started_at timestamptz NOT NULL DEFAULT now(), "
-                  "finished_at timestamptz, exit_code integer, UNIQUE (job, run_key))")
-    session.close()
-    commands = {
-        "cronwrap": ([bench.exe, "run", "-n", "x", "--force", "--", "true"],
-                     bench.env("claims-firing", CRONWRAP_DB=bench.create_database("pgfiring"))),
-        "floor": ([bench.python, str(HERE / "pg_floor_wrapper.py"), url, "true"],
-                  bench.env("claims-firing")),
-        "import psycopg": ([bench.python, "-c", "import psycopg"], bench.env("claims-firing")),
-        "python": ([bench.python, "-c", "pass"], bench.env("claims-firing")),
-    }
-    load = os.getloadavg()[0]
-    samples = bench.firings(commands, n)
-    wall = {k: statistics.median(w for w, _ in v) for k, v in samples.items()}
-    cpu = {k: statistics.median(c for _, c in v) for k, v in samples.items()}
-    ratio = wall["cronwrap"] / wall["floor"]
-    bench.row(f"claims: PostgreSQL firing `run -n x --force -- true`, median of {n}",
-              f"{ratio:.2f}x the bare psycopg wrapper (verdict); {wall['cronwrap']:.1f} ms "
-              f"(CPU {cpu['cronwrap']:.0f}), bare psycopg wrapper {wall['floor']:.1f} ms (CPU "
-              f"{cpu['floor']:.0f}); `import psycopg` {wall['import psycopg'] - wall['python']:.1f}"
-              f" ms over `python -c pass` {wall['python']:.1f} ms; load {load:.1f}",
-              f"≤ {FIRING_BUDGET}x the bare psycopg wrapper", ratio <= FIRING_BUDGET)
