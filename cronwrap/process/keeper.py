@@ -27,9 +27,10 @@ The keeper leaves the wrapper's process group: a KILL sent to the wrapper's whol
 leaves it to end the job. Where cronwrap has a controlling terminal (run by hand), the keeper
 starts a session of its own, which has none: the terminal's signals (Ctrl-C, a hang-up) and its
 job control (a stop for reading it) reach neither the keeper nor the job, and the job gets a
-signal from the terminal once, forwarded by the wrapper. Signals sent to the keeper itself (``pkill cronwrap``) are caught and
-dropped: the wrapper forwards what it gets. One that was ignored when cronwrap started stays
-ignored, for the keeper and for the job (GNU timeout's rule).
+signal from the terminal once, forwarded by the wrapper. Signals sent to the keeper itself
+(``pkill cronwrap``) are caught and dropped: the wrapper forwards what it gets. One that was
+ignored when cronwrap started stays ignored, for the keeper and for the job (GNU timeout's
+rule).
 """
 
 from __future__ import annotations

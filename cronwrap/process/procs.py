@@ -422,10 +422,11 @@ class Tree:
     leader: the job's main process, which started a process group of its own, or a session
     (``spawn_job``); the members of its group or session and their descendants belong to the
     tree. Neither ID is reused while a member lives (POSIX); one that another process now
-    leads (same PID, other start time) is not the job's. root: a process whose descendants all belong to the
-    tree (the wrapper, their subreaper); with_root: the root itself is a member too (a holder
-    wrapper that ``--overlap replace`` ends with its job). group: the caller has not reaped
-    the leader, so the group ID is still the leader's and a signal can go to the whole group.
+    leads (same PID, other start time) is not the job's. root: a process whose descendants
+    all belong to the tree (the wrapper, their subreaper); with_root: the root itself is a
+    member too (a holder wrapper that ``--overlap replace`` ends with its job). group: the
+    caller has not reaped the leader, so the group ID is still the leader's and a signal can
+    go to the whole group.
     """
 
     def __init__(self, leader: ProcessId, root: ProcessId | None = None, group: bool = False,
