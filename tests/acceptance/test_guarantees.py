@@ -196,14 +196,17 @@ def test_dry_run_of_a_scheduled_firing_shows_what_catch_up_would_record(cw, tmp_
 
 
 def test_dry_run_says_when_the_local_lock_would_make_the_firing_skip(cw, tmp_path):
-    started = tmp_path / "started"
-    holder = cw.popen("run", "-n", "busy", "--", "sh", "-c", f"touch {started}; sleep 3")
+    started, done = tmp_path / "started", tmp_path / "done"
+    # The job holds the lock until the dry run has looked (a fixed sleep could end first).
+    holder = cw.popen("run", "-n", "busy", "--", "sh", "-c",
+                      f"touch {started}; while [ ! -e {done} ]; do sleep 0.05; done")
     try:
         wait_for(started.exists, what="the running job")
         proc = cw("run", "-n", "busy", "--dry-run", "--", "true")
-        assert proc.returncode == 0, proc.stderr
-        assert f"the local lock is held by pid {holder.pid}" in proc.stdout.decode()
-        assert "would skip (overlap)" in proc.stdout.decode()
     finally:
+        done.touch()
         assert holder.wait(20) == 0
+    assert proc.returncode == 0, proc.stderr
+    assert f"the local lock is held by pid {holder.pid}" in proc.stdout.decode()
+    assert "would skip (overlap)" in proc.stdout.decode()
     assert "lock" not in cw("run", "-n", "busy", "--dry-run", "--", "true").stdout.decode()

@@ -338,7 +338,8 @@ def test_survivors_of_a_killed_wrapper_keep_the_lock_until_kill_after(cw, tmp_pa
     same_minute(20)
     ready = tmp_path / "ready"
     job = ["sh", "-c", f"trap '' TERM; touch {ready}; sleep 60"]  # ignores the timeout signal
-    proc = cw.popen("run", "-n", "j", "--timeout", "1h", "--kill-after", "3", "--", *job)
+    # --kill-after leaves the next firing room to start on a loaded machine (it took seconds)
+    proc = cw.popen("run", "-n", "j", "--timeout", "1h", "--kill-after", "8", "--", *job)
     wait_for(ready.exists, what="the job")
     _, _, job_pid, _ = job_holder(cw.home, "j")
     proc.kill()
@@ -346,7 +347,7 @@ def test_survivors_of_a_killed_wrapper_keep_the_lock_until_kill_after(cw, tmp_pa
     assert alive(job_pid) and lock_busy(cw.home / "locks" / "j.lock")
     skipped = cw("run", "-n", "j", "--skip-exit-code", "9", "--", "true")
     assert skipped.returncode == 9  # the survivor still holds the local lock
-    wait_for(lambda: not alive(job_pid), timeout=20, what="KILL after --kill-after")
+    wait_for(lambda: not alive(job_pid), timeout=30, what="KILL after --kill-after")
     # the job's sleep (same session) holds the descriptor a moment longer than sh
     wait_for(lambda: not lock_busy(cw.home / "locks" / "j.lock"), timeout=20,
              what="the last survivor to let the lock go")

@@ -225,12 +225,16 @@ def test_check_exit_codes_in_each_state(cw, script, tmp_path):
     cw("run", "-n", "good", "--", "true")
     ok = cw("status", "--check")
     assert ok.returncode == 0 and ok.stdout.startswith(b"CRONWRAP OK") and b"|" in ok.stdout
-    ready = tmp_path / "ready"
-    job = script("long.sh", f"touch {ready}\nsleep 3\n")
+    ready, done = tmp_path / "ready", tmp_path / "done"
+    # The job runs until the check has seen it (a fixed sleep could end first under load).
+    job = script("long.sh", f"touch {ready}\nwhile [ ! -e {done} ]; do sleep 0.05; done\n")
     long = cw.popen("run", "-n", "long", "--", job)
     wait_for(ready.exists, what="long job")
     time.sleep(0.6)
-    warn = cw("status", "--check", "--warn-duration", "0.5s")
+    try:
+        warn = cw("status", "--check", "--warn-duration", "0.5s")
+    finally:
+        done.touch()
     assert warn.returncode == 1 and b"WARNING" in warn.stdout
     long.wait(10)
     cw("run", "-n", "bad", "--", "false")

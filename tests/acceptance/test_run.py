@@ -191,12 +191,16 @@ def test_skip_exit_code(cw, script, tmp_path):
 
 def test_a_run_of_another_slot_is_skipped_and_recorded(cw, script, tmp_path):
     """Different minutes are different slots: the overlap skip gets a row of its own."""
-    ready = tmp_path / "ready"
-    job = script("long.sh", f"touch {ready}\nsleep 3\n")
+    ready, done = tmp_path / "ready", tmp_path / "done"
+    # The first run lasts until the second has fired (a fixed sleep ended first under load).
+    job = script("long.sh", f"touch {ready}\nwhile [ ! -e {done} ]; do sleep 0.05; done\n")
     first = cw.popen("run", "-n", "long", "--", job)
     wait_for(ready.exists, what="first run")
-    # A forced run of the same job: the lock is busy, so it is recorded as an overlap skip.
-    proc = cw("run", "-n", "long", "--lock", "none", "--force", "--", "true")
+    try:
+        # A forced run of the same job: the lock is busy, so it is recorded as an overlap skip.
+        proc = cw("run", "-n", "long", "--lock", "none", "--force", "--", "true")
+    finally:
+        done.touch()
     assert proc.returncode == 0
     first.wait(10)
     assert [e["skip_reason"] for e in events(cw.home) if e["event"] == "skip"] == ["duplicate"]
@@ -214,13 +218,18 @@ def test_overlap_wait_runs_after_the_first(cw, script, tmp_path):
 
 
 def test_overlap_wait_gives_up_after_wait_timeout(cw, script, tmp_path):
-    ready = tmp_path / "ready"
-    job = script("w.sh", f"touch {ready}\nsleep 3\n")
+    ready, done = tmp_path / "ready", tmp_path / "done"
+    job = script("w.sh", f"touch {ready}\nwhile [ ! -e {done} ]; do sleep 0.05; done\n")
     first = cw.popen("run", "-n", "w", "--", job)
     wait_for(ready.exists, what="first run")
-    start = time.monotonic()
-    proc = cw("run", "-n", "w", "--overlap", "wait", "--wait-timeout", "0.5", "--skip-exit-code", "3", "--", job)
-    assert proc.returncode == 3 and time.monotonic() - start < 2.5
+    try:
+        start = time.monotonic()
+        proc = cw("run", "-n", "w", "--overlap", "wait", "--wait-timeout", "0.5",
+                  "--skip-exit-code", "3", "--", job)
+        took = time.monotonic() - start
+    finally:
+        done.touch()  # the first run lasts until the second has given up
+    assert proc.returncode == 3 and took < 15  # a bound on a hang: a loaded start takes seconds
     first.wait(10)
 
 
@@ -288,15 +297,20 @@ def test_same_minute_runs_once_and_force_runs_again(cw):
 
 def test_sigkilled_wrapper_never_blocks_the_next_firing(cw, script, tmp_path):
     same_minute(15)
-    ready = tmp_path / "ready"
-    job = script("k.sh", f"trap '' TERM\ntouch {ready}\nsleep 1\n")  # outlives the wrapper
+    ready, done, pid = tmp_path / "ready", tmp_path / "done", tmp_path / "pid"
+    # It outlives the wrapper, until the test has fired again (a fixed sleep ended first).
+    job = script("k.sh", f"trap '' TERM\necho $$ > {pid}\ntouch {ready}\n"
+                 f"while [ ! -e {done} ]; do sleep 0.05; done\n")
     victim = cw.popen("run", "-n", "k", "--kill-after", "30", "--", job)
     wait_for(ready.exists, what="job start")
     victim.kill()
     victim.wait()
-    # The job keeps the inherited flock until it exits, so nothing overlaps it ...
-    assert cw("run", "-n", "k", "--skip-exit-code", "9", "--", "true").returncode == 9
-    time.sleep(1.5)
+    try:
+        # The job keeps the inherited flock until it exits, so nothing overlaps it ...
+        assert cw("run", "-n", "k", "--skip-exit-code", "9", "--", "true").returncode == 9
+    finally:
+        done.touch()
+    wait_for(lambda: not alive(int(pid.read_text())), what="the job's end")
     # ... and afterwards the dead wrapper's row is abandoned at once and taken over.
     assert cw("run", "-n", "k", "--", "true").returncode == 0
     (run,) = history(cw, "k")
@@ -485,11 +499,15 @@ def test_logs_of_a_run_by_id(cw):
 
 
 def test_status_running_run_shows_host_pid_lease_and_fence(cw, script, tmp_path):
-    ready = tmp_path / "ready"
-    job = script("r.sh", f"touch {ready}\nsleep 2\n")
+    ready, done = tmp_path / "ready", tmp_path / "done"
+    # The job runs until status has been read (a fixed sleep ended first under load).
+    job = script("r.sh", f"touch {ready}\nwhile [ ! -e {done} ]; do sleep 0.05; done\n")
     proc = cw.popen("run", "-n", "live", "--host", "box", "--", job)
     wait_for(ready.exists, what="job start")
-    (job_status,) = cw.json("status", "live", "--json")
+    try:
+        (job_status,) = cw.json("status", "live", "--json")
+    finally:
+        done.touch()
     (running,) = job_status["running"]
     assert running["host"] == "box" and running["fence"] == 1 and running["lease_left_s"] > 60
     assert running["pid"] == proc.pid

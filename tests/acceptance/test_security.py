@@ -365,11 +365,14 @@ def test_the_database_password_never_shows_nor_is_stored(cw, home, proxied, tmp_
     assert proc2.returncode == 0, proc2.stderr
     outputs += [proc.stdout, proc.stderr, proc2.stdout, proc2.stderr, *_admin_outputs(cw, dsn)]
     # the ledger lost mid-run: the result goes to the outbox, spooled under umask 000
-    ready = tmp_path / "ready"
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    # the job ends once the server is cut (a fixed sleep could end first under load)
     runner = cw.popen("run", "-n", "pw", "--force", "--db", dsn, "--lease", "60", "--", "sh", "-c",
-                      f"touch {ready}; sleep 0.5; exit 4", env=debug, umask=0)
+                      f"touch {ready}; while [ ! -e {go} ]; do sleep 0.05; done; exit 4",
+                      env=debug, umask=0)
     wait_for(ready.exists, what="job start")
     proxy.cut()
+    go.touch()
     outputs += list(runner.communicate(timeout=30))
     assert runner.returncode == 4
     (spooled,) = (home / "outbox").glob("*.json")

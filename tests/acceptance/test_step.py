@@ -98,7 +98,9 @@ status=$?
 echo "$CRONWRAP_HOST step two: $status" >> {out}
 exit $status
 """)
-    runner = app1.popen("run", "-n", "settle", *SLOT, "--lease", "1s", "--", job)
+    # 3 s, not 1 s: app1 must keep its lease, renewed from a thread, while its job starts
+    # `cronwrap step one` on a loaded machine, until the test stops its wrapper.
+    runner = app1.popen("run", "-n", "settle", *SLOT, "--lease", "3s", "--", job)
     wait_for(lambda: out.exists() and "one app1" in out.read_text(), what="step one")
     wrapper = app1.lock_holder("settle")[0]
     os.kill(wrapper, signal.SIGSTOP)  # no more renewals: the lease runs out

@@ -14,6 +14,7 @@ import pytest
 
 from tests.acceptance.conftest import alive, same_minute, wait_for
 from tests.acceptance.test_faults import kill_wrapper
+from tests.conftest import job_holder
 from tests.needs import missing
 
 
@@ -69,6 +70,8 @@ def test_output_that_is_slow_to_redact_never_lets_the_lease_lapse(cw, pg_dsn):
     first = cw.popen("run", "-n", "adv", "--host", "a", "--lease", "3s", "--output", "quiet",
                      *adversarial_job(8), env=env)
     try:
+        # a has claimed the slot and spawned its job (its start took seconds under load)
+        job_holder(cw.home, "adv", timeout=60)
         for _ in range(3):
             time.sleep(2.5)
             other = cw("run", "-n", "adv", "--host", "b", "--skip-exit-code", "3", "--",
