@@ -176,7 +176,7 @@ def keep(spec: SuperviseSpec, control: int, report: int, stdout: int, stderr: in
     # Out of the wrapper's process group: a KILL of the wrapper's whole group (a service
     # manager, an outer timeout -s KILL) leaves the keeper to end the job. Out of its session
     # only when it has a terminal to leave (a Ctrl-C reaches the job once, forwarded by the
-    # wrapper): setsid costs ~3.4 ms where scheduler autogroups are on (procs.spawn_job).
+    # wrapper): a session is dear on a busy host (procs.spawn_job).
     if procs.controlling_terminal():
         os.setsid()
     else:

@@ -571,10 +571,12 @@ def spawn_job(argv: list[str], env: dict[str, str], *, stdout: int, stderr: int,
     keeper's own directory is nobody's concern), as the child would.
 
     ``session``: the job starts a session of its own, as ``spawn`` does; otherwise a process
-    group of its own. A caller with a subreaper asks for the group: setsid(2) costs ~3.4 ms
-    where the kernel's scheduler autogroups are on (the default of most distributions: each
-    session gets a scheduling group; measured 3.4 ms against 0.2 for a new group, posix_spawn
-    of true, median of 40, and 0.18 with autogroups off), a tenth of a firing."""
+    group of its own. A caller with a subreaper asks for the group: where the kernel's
+    scheduler autogroups are on (most distributions' default), each session is a scheduling
+    group of its own, and a new one waits its turn behind the host's busy ones. Measured
+    beside 4 and 8 CPU-bound processes of another session, a firing (keeper and job each in a
+    session) took 65 and 76 ms against 55 and 69 ms with process groups (0.85x and 0.92x,
+    median of 60 pairs; bench/results.md); on an idle host, no difference (1.00x)."""
     if POSIX_SPAWN:
         try:
             return _posix_spawn(argv, env, stdout, stderr, cwd, pass_fds, session)
