@@ -132,6 +132,12 @@ class CW:
         return json.loads(proc.stdout)
 
 
+def until_exists(path: Path | str) -> str:
+    """Shell that waits until ``path`` exists: a job the test releases by creating it, where a
+    fixed sleep could end before a loaded machine got the test to its next step."""
+    return f"while [ ! -e {path} ]; do sleep 0.05; done"
+
+
 def lock_holder(home: Path, job: str, lock_file: Path | None = None) -> list[int]:
     """WRAPPER_PID WRAPPER_START JOB_PID JOB_START of the holder of ``job``'s lock, from
     cronwrap's own holder record (the lock file itself is never written)."""

@@ -32,7 +32,7 @@ import pytest
 from tests.needs import missing
 
 from tests.acceptance.conftest import alive, same_minute, wait_for
-from tests.conftest import job_holder, lock_holder
+from tests.conftest import job_holder, lock_holder, until_exists
 from tests.tcpproxy import FreezableProxy, TcpProxy
 
 
@@ -111,8 +111,7 @@ def test_sigkilled_wrapper_at_every_phase_converges(cw, home, tmp_path, phase):
     seen, done = tmp_path / "attempts", tmp_path / "done"
     # The job ignores TERM, so it outlives its killed wrapper until its keeper's KILL; after
     # its spawn it lasts until the next firing has been tried (a fixed sleep ended first).
-    job = ["sh", "-c", f"trap '' TERM; echo $CRONWRAP_ATTEMPT >> {seen}; "
-                       f"while [ ! -e {done} ]; do sleep 0.05; done"]
+    job = ["sh", "-c", f"trap '' TERM; echo $CRONWRAP_ATTEMPT >> {seen}; {until_exists(done)}"]
     if phase != "after_spawn":
         done.touch()
     lock = home / "locks" / "k.lock"
@@ -161,7 +160,7 @@ def test_sigkilled_wrapper_mid_run_with_a_pid_lock(cw, home, tmp_path):
     same_minute(10)
     done = tmp_path / "done"
     # It outlives its wrapper (TERM is ignored) until the next firing has been tried.
-    job = ["sh", "-c", f"trap '' TERM; while [ ! -e {done} ]; do sleep 0.05; done"]
+    job = ["sh", "-c", f"trap '' TERM; {until_exists(done)}"]
     wrapper = cw.popen("run", "-n", "p", "--lock", "pid", "--kill-after", "30", "--", *job,
                        env={"CRONWRAP_FAILPOINT": "after_spawn"})
     job_pid = job_start = 0

@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from tests.acceptance.conftest import wait_for
+from tests.conftest import until_exists
 
 SETTLE = ["--schedule", "30 1 * * *", "--tz", "Europe/Berlin", "--key", "%Y-%m-%d"]
 
@@ -199,7 +200,7 @@ def test_dry_run_says_when_the_local_lock_would_make_the_firing_skip(cw, tmp_pat
     started, done = tmp_path / "started", tmp_path / "done"
     # The job holds the lock until the dry run has looked (a fixed sleep could end first).
     holder = cw.popen("run", "-n", "busy", "--", "sh", "-c",
-                      f"touch {started}; while [ ! -e {done} ]; do sleep 0.05; done")
+                      f"touch {started}; {until_exists(done)}")
     try:
         wait_for(started.exists, what="the running job")
         proc = cw("run", "-n", "busy", "--dry-run", "--", "true")

@@ -21,7 +21,7 @@ import pytest
 from tests.acceptance.conftest import alive, same_minute, wait_for
 from tests.acceptance.test_faults import (cronwrap_lines, events, fill, kill_wrapper, lock_busy,
                                           read_only, tmpfs)  # noqa: F401  (tmpfs: a fixture)
-from tests.conftest import job_holder
+from tests.conftest import job_holder, until_exists
 
 
 def history(cw, name: str, *args: str, env: dict | None = None) -> list[dict]:
@@ -73,7 +73,7 @@ def test_a_pid_lock_file_keeps_its_content_while_held_and_after(cw, tmp_path, sc
     lock.chmod(0o600)
     ready, done = tmp_path / "ready", tmp_path / "done"
     first = cw.popen("run", "-n", "p", "--lock", "pid", "--lock-file", str(lock), "--",
-                     script("p.sh", f"touch {ready}; while [ ! -e {done} ]; do sleep 0.05; done"))
+                     script("p.sh", f"touch {ready}; {until_exists(done)}"))
     wait_for(ready.exists, what="the first run")
     try:
         assert lock.read_bytes() == b"operator's notes\n"

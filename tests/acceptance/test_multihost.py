@@ -18,6 +18,7 @@ from cronwrap.run.attempt import FINISH_DB_WAIT
 
 from tests.acceptance.conftest import same_minute, wait_for
 from tests.acceptance.hosts import Host, kill_runner
+from tests.conftest import until_exists
 from tests.tcpproxy import TcpProxy
 
 pytestmark = pytest.mark.postgres
@@ -240,7 +241,7 @@ def test_unreachable_at_finish_keeps_the_exit_status_and_delivers_later(hosts, p
     go = tmp_path / "go"
     # The job ends once the server is cut (a fixed sleep could end first under load).
     runner = a.popen("run", "-n", "fin", "--lease", "60", "--", "sh", "-c",
-                     f"touch {ready}; while [ ! -e {go} ]; do sleep 0.05; done; exit 4")
+                     f"touch {ready}; {until_exists(go)}; exit 4")
     wait_for(ready.exists, what="job start")
     proxy.cut()
     go.touch()
@@ -259,7 +260,7 @@ def test_status_shows_running_runs_across_hosts(hosts, tmp_path):
     ready, done = tmp_path / "ready", tmp_path / "done"
     # The job runs until the test has read both statuses (a fixed sleep ended first under load).
     runner = a.popen("run", "-n", "live", "--", "sh", "-c",
-                     f"touch {ready}; while [ ! -e {done} ]; do sleep 0.05; done")
+                     f"touch {ready}; {until_exists(done)}")
     wait_for(ready.exists, what="job start")
     try:
         (job,) = b.json("status", "live", "--json")

@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.acceptance.conftest import wait_for
+from tests.conftest import until_exists
 
 
 def events(home: Path) -> list[dict]:
@@ -227,7 +228,7 @@ def test_check_exit_codes_in_each_state(cw, script, tmp_path):
     assert ok.returncode == 0 and ok.stdout.startswith(b"CRONWRAP OK") and b"|" in ok.stdout
     ready, done = tmp_path / "ready", tmp_path / "done"
     # The job runs until the check has seen it (a fixed sleep could end first under load).
-    job = script("long.sh", f"touch {ready}\nwhile [ ! -e {done} ]; do sleep 0.05; done\n")
+    job = script("long.sh", f"touch {ready}\n{until_exists(done)}\n")
     long = cw.popen("run", "-n", "long", "--", job)
     wait_for(ready.exists, what="long job")
     time.sleep(0.6)

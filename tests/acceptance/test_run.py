@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.acceptance.conftest import alive, same_minute, wait_for
+from tests.conftest import until_exists
 
 
 def history(cw, name):
@@ -193,7 +194,7 @@ def test_a_run_of_another_slot_is_skipped_and_recorded(cw, script, tmp_path):
     """Different minutes are different slots: the overlap skip gets a row of its own."""
     ready, done = tmp_path / "ready", tmp_path / "done"
     # The first run lasts until the second has fired (a fixed sleep ended first under load).
-    job = script("long.sh", f"touch {ready}\nwhile [ ! -e {done} ]; do sleep 0.05; done\n")
+    job = script("long.sh", f"touch {ready}\n{until_exists(done)}\n")
     first = cw.popen("run", "-n", "long", "--", job)
     wait_for(ready.exists, what="first run")
     try:
@@ -219,7 +220,7 @@ def test_overlap_wait_runs_after_the_first(cw, script, tmp_path):
 
 def test_overlap_wait_gives_up_after_wait_timeout(cw, script, tmp_path):
     ready, done = tmp_path / "ready", tmp_path / "done"
-    job = script("w.sh", f"touch {ready}\nwhile [ ! -e {done} ]; do sleep 0.05; done\n")
+    job = script("w.sh", f"touch {ready}\n{until_exists(done)}\n")
     first = cw.popen("run", "-n", "w", "--", job)
     wait_for(ready.exists, what="first run")
     try:
@@ -300,7 +301,7 @@ def test_sigkilled_wrapper_never_blocks_the_next_firing(cw, script, tmp_path):
     ready, done, pid = tmp_path / "ready", tmp_path / "done", tmp_path / "pid"
     # It outlives the wrapper, until the test has fired again (a fixed sleep ended first).
     job = script("k.sh", f"trap '' TERM\necho $$ > {pid}\ntouch {ready}\n"
-                 f"while [ ! -e {done} ]; do sleep 0.05; done\n")
+                 f"{until_exists(done)}\n")
     victim = cw.popen("run", "-n", "k", "--kill-after", "30", "--", job)
     wait_for(ready.exists, what="job start")
     victim.kill()
@@ -501,7 +502,7 @@ def test_logs_of_a_run_by_id(cw):
 def test_status_running_run_shows_host_pid_lease_and_fence(cw, script, tmp_path):
     ready, done = tmp_path / "ready", tmp_path / "done"
     # The job runs until status has been read (a fixed sleep ended first under load).
-    job = script("r.sh", f"touch {ready}\nwhile [ ! -e {done} ]; do sleep 0.05; done\n")
+    job = script("r.sh", f"touch {ready}\n{until_exists(done)}\n")
     proc = cw.popen("run", "-n", "live", "--host", "box", "--", job)
     wait_for(ready.exists, what="job start")
     try:

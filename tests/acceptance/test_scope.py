@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.acceptance.hosts import Host
+from tests.conftest import until_exists
 
 HOSTS = ("web1", "web2", "web3")
 # One slot per hour, so that three firings in a row share it whatever minute each starts in.
@@ -138,7 +139,7 @@ def test_a_host_s_share_is_a_job_of_its_own_overlap_and_slots(fleet, tmp_path):
     web1, web2 = fleet["web1"], fleet["web2"]
     gate = tmp_path / "gate"
     long = web1.popen("run", "-n", "backup", "--scope", "host", *HOURLY, "--", "sh", "-c",
-                      f"while [ ! -e {gate} ]; do sleep 0.05; done")
+                      until_exists(gate))
     try:
         deadline = time.time() + 30
         while not [r for r in web1.json("status", "--json") if r["running"]]:

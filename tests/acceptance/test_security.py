@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.acceptance.conftest import wait_for
+from tests.conftest import until_exists
 from tests.tcpproxy import TcpProxy
 
 JOB_3 = ["--", "sh", "-c", "echo ran; exit 3"]
@@ -368,7 +369,7 @@ def test_the_database_password_never_shows_nor_is_stored(cw, home, proxied, tmp_
     ready, go = tmp_path / "ready", tmp_path / "go"
     # the job ends once the server is cut (a fixed sleep could end first under load)
     runner = cw.popen("run", "-n", "pw", "--force", "--db", dsn, "--lease", "60", "--", "sh", "-c",
-                      f"touch {ready}; while [ ! -e {go} ]; do sleep 0.05; done; exit 4",
+                      f"touch {ready}; {until_exists(go)}; exit 4",
                       env=debug, umask=0)
     wait_for(ready.exists, what="job start")
     proxy.cut()

@@ -17,6 +17,7 @@ from cronwrap.errors import EXIT_CRONWRAP, EXIT_SUPERSEDED
 
 from tests.acceptance.conftest import wait_for
 from tests.acceptance.hosts import Host
+from tests.conftest import until_exists
 
 SLOT = ("--schedule", "30 1 * * *", "--tz", "UTC", "--date", "2026-10-28")
 
@@ -92,7 +93,7 @@ def test_a_step_of_a_taken_over_attempt_is_refused(tmp_path, ledger):
     out, go = tmp_path / "out", tmp_path / "go"
     job = script(tmp_path / "job.sh", f"""
 cronwrap step one -- sh -c 'echo one $CRONWRAP_HOST >> {out}' || exit $?
-[ "$CRONWRAP_HOST" = app1 ] && while [ ! -e {go} ]; do sleep 0.05; done
+[ "$CRONWRAP_HOST" = app1 ] && {until_exists(go)}
 cronwrap step two -- sh -c 'echo two $CRONWRAP_HOST >> {out}'
 status=$?
 echo "$CRONWRAP_HOST step two: $status" >> {out}
