@@ -865,6 +865,8 @@ class Bench:
         measured["least"] = ([self.python, str(HERE / "status_floor.py"), str(most)], base)
         measured["least next"] = ([self.python, str(HERE / "status_floor.py"), str(most),
                                    "--next"], base)
+        measured["least json"] = ([self.python, str(HERE / "status_floor.py"), str(most),
+                                   "--json"], base)
         if psycopg_cost:  # what PostgreSQL may add: the venv's Python importing psycopg and connecting
             measured["psycopg"] = ([self.python, "-c", "import sys, psycopg; psycopg.connect(sys.argv[1]).close()",
                                     psycopg_cost[0]], base)
@@ -900,13 +902,17 @@ class Bench:
                      f"wrapper ({floor:.1f} ms; ms, medians); limit {limit:.0f} ms"
                      + (f" ({cost}){beside}" if pg else "") + detail,
                      budget, all(med[keys[k]] <= limit for k in commands))
-        least, least_next = med["least"], med["least next"]
+        least, least_next, least_json = med["least"], med["least next"], med["least json"]
         self.row(f"the least a status of {sizes[-1][0]:,} jobs does, stdlib only (bench/"
                  f"status_floor.py), median of {n}",
-                 f"one query and a line a job {least:.0f} ms = {least / floor:.2f}x the floor "
+                 f"cronwrap's two reads (its overview and window_counts) and a line a job "
+                 f"{least:.0f} ms = {least / floor:.2f}x the floor "
                  f"wrapper ({floor:.1f} ms); with each job's next slot (cronsim, as cronwrap) "
                  f"{least_next:.0f} ms = {least_next / floor:.2f}x: what any status that shows "
-                 "next slots costs before its own work", "(the status budget's reach)", None)
+                 f"next slots costs before its own work; the same reads written as `status "
+                 f"--json` writes its objects {least_json:.0f} ms = {least_json / floor:.2f}x "
+                 f"(cronwrap's `--json` {med[f'SQLite {sizes[-1][0]} json'] / least_json:.2f}x "
+                 "that)", "(the status budget's reach)", None)
         if not psycopg_cost:
             for jobs, runs in sizes:
                 self.skipped_pg(f"status over {jobs * runs:,} runs, {jobs:,} jobs{quick}, PostgreSQL",
