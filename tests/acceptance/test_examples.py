@@ -451,14 +451,17 @@ def test_downstream_timeout_is_recorded_and_transient_errors_exit_75(recon):
     same_minute(12)
     recon.seed()
     # --timeout leaves the job room to reach its first batch's query on a loaded machine (three
-    # interpreters import psycopg first); the downstream would take a minute.
+    # interpreters import psycopg first); the downstream would take a minute. After TERM the
+    # batch, cronwrap step and the driver each end in turn, the batch and the driver recording
+    # the day failed over a new connection: 2-3 s at load 9, so --kill-after 2 was outlasted
+    # in a loaded clean-clone run (137). KILL is what this test says is not needed, not how soon.
     start = time.monotonic()
-    proc = a(*recon.run_args("--timeout", "8", "--kill-after", "2"),
+    proc = a(*recon.run_args("--timeout", "8", "--kill-after", "30"),
              env={"SETTLE_DOWNSTREAM_DELAY": "60"})
     took = time.monotonic() - start
     assert proc.returncode == 124, proc.stdout  # TERM was enough: no KILL (137) needed
     assert b"terminated by signal 15" in proc.stdout  # replayed: --output on-failure
-    assert took < 40  # not the downstream's 60 s
+    assert took < 50  # not the downstream's 60 s
     (run,) = a.json("history", "settle", "--json")
     assert (run["status"], run["timed_out"], run["attempt"]) == ("timeout", True, 1)
     (row,) = recon.settlement()
