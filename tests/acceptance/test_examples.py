@@ -50,7 +50,9 @@ SETTLE = str(RECON / "settle.py")
 SEED_DATA = str(RECON / "seed-data.py")
 ORDERS, DIFFERENCES, BATCHES = 5000, 37, 5
 # Without --schedule a firing's slot is its minute: a test whose firings must share a slot
-# calls same_minute(margin) first, with a margin of about three times its own duration.
+# calls same_minute(margin) first, with a margin of about twice as long as its firings take
+# in a clean-clone run (measured: the span from same_minute to the test's end), which a test
+# of many firings keeps short by settling the day in fewer batches (SETTLE_BATCH_SIZE).
 
 # Options whose effect depends on the wall clock (schedules, catch-up, manual slots) or on a
 # real downstream (retries, hooks, pings). The example lines are run as written with these
@@ -166,8 +168,8 @@ def recon(tmp_path, pg_dsn):
     r.close()
 
 
-def summary(day: date, differences: int = DIFFERENCES) -> bytes:
-    return f"settled {day}: {ORDERS} orders, {differences} differences, {BATCHES} batches".encode()
+def summary(day: date, differences: int = DIFFERENCES, batches: int = BATCHES) -> bytes:
+    return f"settled {day}: {ORDERS} orders, {differences} differences, {batches} batches".encode()
 
 
 # -- example lines ---------------------------------------------------------------------------
@@ -274,7 +276,7 @@ def test_settle_refuses_to_run_outside_cronwrap():
 def test_three_hosts_firing_together_settle_once(recon):
     """并发触发 → 只有一个实例执行: three hosts fire the same minute; one settles the day, once."""
     fleet = recon.hosts("app1", "app2", "app3")
-    same_minute(10)
+    same_minute(20)  # 5.9 s in a clean-clone run
     day = recon.seed()
     procs = [h.popen(*recon.run_args()) for h in fleet]
     results = [p.communicate(timeout=60) for p in procs]
@@ -381,7 +383,7 @@ def test_job_crashing_midway_is_completed_by_a_rerun_without_doubling(recon):
     lives. cronwrap records `killed`; the slot's partial rows stay; re-running the slot
     completes it with one set of differences."""
     (a,) = recon.hosts("app1")
-    same_minute(10)
+    same_minute(30)  # 13.5 s in a clean-clone run
     day = recon.seed()
     proc = a(*recon.run_args(), env={"SETTLE_FAIL_AFTER_BATCHES": "2"})
     assert proc.returncode == 128 + signal.SIGKILL, proc.stdout
@@ -409,29 +411,32 @@ def test_running_the_day_again_never_duplicates_differences(recon):
     """重复执行 → 差异数不翻倍: the slot again is a no-op; --force re-settles the same keys,
     reflects a payment corrected meanwhile, and never adds a row."""
     a, b = recon.hosts("app1", "app2")
-    same_minute(12)
+    # Four firings of one slot: the day in two batches, not five (27.5 s in a clean-clone run
+    # with five, against the 12 s margin it had).
+    halves = {"SETTLE_BATCH_SIZE": str(ORDERS // 2)}
+    same_minute(30)
     day = recon.seed()
-    a(*recon.run_args(), check_rc=0)
+    a(*recon.run_args(), env=halves, check_rc=0)
     (first,) = a.json("history", "settle", "--json")
-    assert summary(day).decode() in first["error_tail"]
+    assert summary(day, batches=2).decode() in first["error_tail"]
 
     # Fired again (another host, a duplicate crontab entry): the slot is done, nothing runs.
-    b(*recon.run_args(), check_rc=0)
+    b(*recon.run_args(), env=halves, check_rc=0)
     assert a.json("history", "settle", "--json") == [first]
     assert not [e for e in b.events() if e["event"] == "start"]
 
     # A person re-runs the day after finance corrected one payment.
     fixed = next(r for r in recon.diff_rows() if r[2] is not None)
     recon.db.execute("UPDATE payments SET amount = %s WHERE order_id = %s", (fixed[1], fixed[0]))
-    b(*recon.run_args("--force"), check_rc=0)
+    b(*recon.run_args("--force"), env=halves, check_rc=0)
     (run,) = a.json("history", "settle", "--json")
     assert (run["host"], run["attempt"]) == ("app2", 2)
-    assert summary(day, DIFFERENCES - 1).decode() in run["error_tail"]
+    assert summary(day, DIFFERENCES - 1, batches=2).decode() in run["error_tail"]
     # And once more, with nothing changed.
-    a(*recon.run_args("--force"), check_rc=0)
+    a(*recon.run_args("--force"), env=halves, check_rc=0)
 
     (run,) = a.json("history", "settle", "--json")
-    assert summary(day, DIFFERENCES - 1).decode() in run["error_tail"]
+    assert summary(day, DIFFERENCES - 1, batches=2).decode() in run["error_tail"]
     assert (run["attempt"], run["run_key"], run["status"]) == (3, first["run_key"], "succeeded")
     rows = recon.diff_rows()
     assert len(rows) == DIFFERENCES - 1
@@ -495,7 +500,7 @@ def test_statement_timeout_is_a_transient_failure_exit_75(recon):
 def test_status_history_and_logs_show_state_duration_and_differences(recon):
     """结果查询 → 状态与耗时可见: cronwrap status/history/logs and the settlement_report view."""
     (a,) = recon.hosts("app1")
-    same_minute(8)
+    same_minute(15)  # 5.9 s in a clean-clone run
     day = recon.seed()
     a(*recon.run_args(), check_rc=0)
     line = summary(day).decode()
