@@ -20,7 +20,8 @@ import time
 
 SQL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cronwrap", "ledger", "sql",
                    "sqlite.sql")
-with open(SQL, encoding="utf-8") as f:
+with open(SQL, encoding="utf-8") as f:  # read as cronwrap.ledger.sql.load reads it, without
+    # importing cronwrap: the floor is the stdlib alone
     BLOCKS = {name.strip(): body.strip().rstrip(";") for name, _, body in
               (block.partition("\n") for block in f.read().split("-- name: ")[1:])}
 DAY = 86400
